@@ -1,0 +1,40 @@
+"""Resolve PostgreSQL wal2json change streams into Delta Lake tables with PySpark.
+
+This module is the whole public surface. Spark-dependent functions are imported lazily, so parsing and
+validation work (and import quickly) without Spark.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from resolver.errors import ConfigError, InputError, ResolverError
+from resolver.models import ChangeEvent, Format, IngestSummary, Operation, QuarantineRecord
+from resolver.wal2json import format_lsn, parse_lsn, read_lines
+
+__all__ = [
+    "ChangeEvent",
+    "ConfigError",
+    "Format",
+    "IngestSummary",
+    "InputError",
+    "Operation",
+    "QuarantineRecord",
+    "ResolverError",
+    "format_lsn",
+    "ingest",
+    "local_session",
+    "parse_lsn",
+    "read_lines",
+    "read_wal2json",
+]
+
+_LAZY = {"ingest": "resolver.bronze", "local_session": "resolver.session", "read_wal2json": "resolver.read"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'resolver' has no attribute {name!r}")

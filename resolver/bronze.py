@@ -1,0 +1,100 @@
+"""Ingest one batch: wal2json files -> ``quarantine`` + append-only ``bronze/change_events``.
+
+A fixed job graph per batch, whatever the data: one parse (persisted), one small count aggregate, at most
+one MERGE into quarantine and one insert-only MERGE into bronze, whose ON clause carries the batch's
+commit-LSN range as literals so Delta skips bronze files outside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from resolver import delta
+from resolver.models import Format, IngestSummary
+from resolver.read import EVENT_SCHEMA, QUARANTINE_SCHEMA, read_wal2json
+
+__all__ = ["BRONZE_KEY", "ingest", "write_bronze", "write_quarantine"]
+
+BRONZE_KEY = ("table", "commit_lsn", "position")
+"""An event's identity in bronze. Without a commit LSN in the stream, its provenance (file, line) is added."""
+
+BRONZE_PROPERTIES = {
+    "delta.appendOnly": "true",
+    "delta.enableChangeDataFeed": "true",  # the events each batch added, for the stages downstream
+    "delta.dataSkippingNumIndexedCols": "6",
+}
+
+
+def ingest(spark: SparkSession, paths: Sequence[str], lake: str, fmt: Format | str) -> IngestSummary:
+    """Read wal2json files as one batch and append what is new to the lake's bronze and quarantine tables."""
+    batch = read_wal2json(spark, paths, fmt)
+    try:
+        counts = batch.counts()
+        quarantined = write_quarantine(spark, lake, batch.quarantine, batch.files) if counts["quarantined"] else 0
+        metrics, version = write_bronze(spark, lake, batch.events, counts.get("min_commit_lsn"),
+                                        counts.get("max_commit_lsn"), batch.files)
+    finally:
+        batch.unpersist()
+    events_read = counts["events"]
+    accepted = metrics.get("numTargetRowsInserted", 0)
+    return IngestSummary(
+        files=len(batch.files),
+        transactions=counts["transactions"],
+        events_read=events_read,
+        accepted=accepted,
+        duplicates=events_read - accepted,
+        quarantined=quarantined,
+        messages=counts["messages"],
+        bronze_version=version,
+    )
+
+
+def write_quarantine(spark: SparkSession, lake: str, records: DataFrame, files: Sequence[str]) -> int:
+    """Add quarantined records not already there (same file, line and reason). Returns how many were added."""
+    table = delta.ensure_table(
+        spark, delta.table_path(lake, delta.QUARANTINE), QUARANTINE_SCHEMA, {"delta.appendOnly": "true"},
+        "Records that could not be accepted, with their raw text and the reason",
+    )
+    in_files = ", ".join(_sql_string(f) for f in files)
+    condition = (
+        f"t.source_file IN ({in_files}) AND t.source_file = s.source_file "
+        "AND t.source_line = s.source_line AND t.reason = s.reason"
+    )
+    return delta.insert_new(table, records.dropDuplicates(["source_file", "source_line", "reason"]), condition).get(
+        "numTargetRowsInserted", 0
+    )
+
+
+def write_bronze(
+    spark: SparkSession, lake: str, events: DataFrame, lo: int | None, hi: int | None, files: Sequence[str]
+) -> tuple[dict[str, int], int]:
+    """Append the events bronze does not have yet. Returns the MERGE metrics and bronze's version."""
+    table = delta.ensure_table(
+        spark, delta.table_path(lake, delta.BRONZE), EVENT_SCHEMA, BRONZE_PROPERTIES,
+        "Every change event accepted, append-only, unique on (table, commit_lsn, position)",
+    )
+    provenance = F.when(F.col("commit_lsn").isNull(), F.concat_ws(":", "source_file", F.col("source_line").cast("string")))
+    first = Window.partitionBy(*BRONZE_KEY, provenance).orderBy("source_file", "source_line")
+    ranked = events.withColumn("_rank", F.row_number().over(first))
+    unique = ranked.filter(F.col("_rank") == 1).drop("_rank")
+    bounds = []
+    if lo is not None and hi is not None:
+        bounds.append(f"(t.commit_lsn BETWEEN {lo} AND {hi})")
+    in_files = ", ".join(_sql_string(f) for f in files)
+    bounds.append(f"(t.commit_lsn IS NULL AND t.source_file IN ({in_files}))")
+    condition = (
+        f"({' OR '.join(bounds)}) AND t.table = s.table AND t.position = s.position "
+        "AND t.commit_lsn <=> s.commit_lsn "
+        "AND (s.commit_lsn IS NOT NULL OR (t.source_file = s.source_file AND t.source_line = s.source_line))"
+    )
+    metrics = delta.insert_new(table, unique, condition)
+    version = DeltaTable.forPath(spark, delta.table_path(lake, delta.BRONZE)).history(1).first()
+    return metrics, int(version["version"]) if version else 0
+
+
+def _sql_string(s: str) -> str:
+    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"

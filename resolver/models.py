@@ -1,0 +1,113 @@
+"""The data model: one frozen pydantic definition per record the resolver stores.
+
+The Spark schemas of the lake tables are derived from these classes (``resolver.sparkschema``), so a field
+is declared once, here. This module does not import Spark.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["ChangeEvent", "Format", "IngestSummary", "Operation", "QuarantineRecord", "ResolverModel"]
+
+
+class ResolverModel(BaseModel):
+    """Base of every model: immutable, strict about unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Operation(StrEnum):
+    """What a change event does to its table."""
+
+    INSERT = "insert"
+    """A new row; ``column_*`` hold its full image (minus columns the producer left out)."""
+    UPDATE = "update"
+    """A changed row; ``old_key_*`` identify the row before the change, ``column_*`` hold its new values.
+    Columns absent from ``column_names`` (unchanged TOAST values) keep their previous value."""
+    DELETE = "delete"
+    """A removed row, identified by ``old_key_*``; no ``column_*``."""
+    TRUNCATE = "truncate"
+    """Every row of the table removed (format-version 2 only: format 1 cannot show truncates)."""
+
+
+class Format(StrEnum):
+    """Input formats ``resolver ingest --format`` accepts."""
+
+    WAL2JSON_V1 = "wal2json-v1"
+    """wal2json ``format-version=1``: one JSON object per transaction (compact, pretty-printed or
+    written in chunks)."""
+    WAL2JSON_V2 = "wal2json-v2"
+    """wal2json ``format-version=2``: one JSON object per record, transactions framed by B … C."""
+
+
+class ChangeEvent(ResolverModel):
+    """One row change, independent of the wire format. A row of ``bronze/change_events``.
+
+    Order: events are totally ordered by ``(commit_lsn, position)``. When the stream carries no LSN
+    (``include-lsn`` off), ``commit_lsn`` is NULL and the order is the stream position
+    ``(source_file, source_line, position)``. ``change_lsn`` and ``commit_time`` are data, never the order.
+    Values are the exact text wal2json printed (JSON numbers keep their literal digits); a table schema
+    types them later.
+    """
+
+    table: str = Field(description="Source table as <schema>.<table> (leaf partition name for partitions)")
+    operation: Operation = Field(description="insert, update, delete or truncate")
+    commit_lsn: int | None = Field(
+        None, description="End of the transaction's commit record (v1 nextlsn, v2 B/C nextlsn) as 64-bit int"
+    )
+    position: int = Field(description="0-based position of the change among its transaction's changes")
+    change_lsn: int | None = Field(None, description="The change's own WAL position (v2 only); not an order")
+    xid: int | None = Field(None, description="Top-level transaction id (32-bit, wraps around)")
+    commit_time: datetime | None = Field(None, description="Commit timestamp (UTC)")
+    column_names: list[str] | None = Field(None, description="Names of the columns carried (insert, update)")
+    column_types: list[str] | None = Field(None, description="PostgreSQL types of those columns, if sent")
+    column_values: list[str | None] | None = Field(None, description="Values as text; NULL is SQL NULL")
+    old_key_names: list[str] | None = Field(None, description="Replica-identity columns (update, delete)")
+    old_key_types: list[str] | None = Field(None, description="PostgreSQL types of the identity columns")
+    old_key_values: list[str | None] | None = Field(None, description="Identity values before the change")
+    primary_key: list[str] | None = Field(
+        None, description="Primary-key column names the stream reported (include-pk); [] for none"
+    )
+    source_file: str = Field(description="File the event was read from")
+    source_line: int = Field(description="1-based line where its record (v2) or transaction (v1) starts")
+
+
+class QuarantineRecord(ResolverModel):
+    """A record that could not be accepted. A row of the ``quarantine`` table. Nothing is dropped silently:
+    the raw text is kept (and the raw bytes when they are not valid UTF-8)."""
+
+    source_file: str = Field(description="File the record was read from")
+    source_line: int = Field(description="1-based line where the record starts")
+    format: Format = Field(description="Format the file was read as")
+    reason: str = Field(description="Why: the JSON path and the rule that failed, or the framing problem")
+    raw: str = Field(description="The record's text (invalid UTF-8 bytes replaced by U+FFFD)")
+    raw_bytes: bytes | None = Field(None, description="The exact bytes, when they are not valid UTF-8")
+
+
+class IngestSummary(ResolverModel):
+    """What one ``ingest`` call did (printed by the CLI, returned by the library)."""
+
+    files: int = Field(description="Input files read")
+    transactions: int = Field(description="Complete transactions read (including empty ones)")
+    events_read: int = Field(description="Change events parsed from the input")
+    accepted: int = Field(description="Events appended to bronze (new to the lake)")
+    duplicates: int = Field(description="Events skipped because bronze already had them (or the batch twice)")
+    quarantined: int = Field(description="Records written to the quarantine table")
+    messages: int = Field(description="Logical-decoding messages (not row changes), skipped")
+    bronze_version: int | None = Field(None, description="Delta version of bronze after this batch")
+
+    def lines(self) -> list[str]:
+        """The summary as the CLI prints it."""
+        return [
+            f"files read           {self.files}",
+            f"transactions         {self.transactions}",
+            f"events read          {self.events_read}",
+            f"accepted (new)       {self.accepted}",
+            f"duplicates skipped   {self.duplicates}",
+            f"quarantined          {self.quarantined}",
+            f"messages skipped     {self.messages}",
+        ]

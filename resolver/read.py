@@ -1,0 +1,231 @@
+"""Read wal2json files into Spark: change events and quarantined records, parsed inside Spark tasks.
+
+The files of one batch are one stream, in the order given. Each Spark task opens its files itself and
+streams them line by line through ``resolver.wal2json`` (validation needs the JSON Schemas, which is Python
+work, so this is a ``mapInArrow``, not a per-row UDF), so a file larger than the driver's or an executor's
+memory is fine and nothing is collected to the driver. A format-2 transaction cut by a file boundary (its B
+at the end of one file, its C at the start of the next) is stitched back together in Spark; one that stays
+incomplete (no C before the end of the last file) is quarantined whole, never applied half-way.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from resolver.errors import ConfigError
+from resolver.models import ChangeEvent, Format, QuarantineRecord
+from resolver.sparkschema import arrow_schema, spark_schema
+from resolver.wal2json import Count, Event, Fragment, Quarantined, read_lines
+
+__all__ = ["ParsedBatch", "list_files", "read_wal2json"]
+
+EVENT_SCHEMA = spark_schema(ChangeEvent)
+QUARANTINE_SCHEMA = spark_schema(QuarantineRecord)
+_EXTRA = [
+    T.StructField("kind", T.StringType(), False),  # event | quarantine | fragment | count
+    T.StructField("file_index", T.IntegerType(), False),
+    T.StructField("role", T.StringType(), True),
+    T.StructField("reason", T.StringType(), True),
+    T.StructField("raw", T.StringType(), True),
+    T.StructField("raw_bytes", T.BinaryType(), True),
+    T.StructField("count_name", T.StringType(), True),
+    T.StructField("count_value", T.LongType(), True),
+]
+_PARSED_SCHEMA = T.StructType(
+    _EXTRA + [T.StructField(f.name, f.dataType, True) for f in EVENT_SCHEMA.fields]  # all nullable here
+)
+_BATCH_ROWS = 4096
+
+
+def list_files(paths: Sequence[str]) -> list[str]:
+    """Expand the paths given (files, or folders whose visible files are taken in name order)."""
+    files: list[str] = []
+    for p in paths:
+        local = p.removeprefix("file://").removeprefix("file:")
+        if os.path.isdir(local):
+            names = sorted(n for n in os.listdir(local) if not n.startswith((".", "_")))
+            files.extend(os.path.join(local, n) for n in names if os.path.isfile(os.path.join(local, n)))
+        elif os.path.isfile(local):
+            files.append(local)
+        else:
+            raise ConfigError(f"input not found: {p!r} (expected a file or a folder of wal2json files)")
+    if not files:
+        raise ConfigError(f"no input files in {list(paths)!r}")
+    return [os.path.abspath(f) for f in files]
+
+
+def _parse_files(files: list[str], fmt: Format) -> Any:
+    """The function each Spark task runs: file indexes in, parsed rows (as Arrow batches) out."""
+    schema = arrow_schema(_PARSED_SCHEMA)
+
+    def rows_of(index: int) -> Iterator[dict[str, Any]]:
+        path = files[index]
+        counts: dict[str, int] = {}
+        with open(path, "rb") as fh:
+            for item in read_lines(fh, path, fmt):
+                if isinstance(item, Event):
+                    yield {"kind": "event", "file_index": index, **item.row}
+                elif isinstance(item, Quarantined):
+                    yield {"kind": "quarantine", "file_index": index, "source_file": path,
+                           "source_line": item.line, "reason": item.reason, "raw": item.raw,
+                           "raw_bytes": item.raw_bytes}
+                elif isinstance(item, Fragment):
+                    row = item.row or {"source_file": path, "source_line": item.line}
+                    yield {**row, "kind": "fragment", "file_index": index, "role": item.role,
+                           "raw": item.raw, "commit_lsn": item.commit_lsn}
+                elif isinstance(item, Count):
+                    counts[item.name] = counts.get(item.name, 0) + item.value
+        for name, value in counts.items():
+            yield {"kind": "count", "file_index": index, "count_name": name, "count_value": value}
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        buf: list[dict[str, Any]] = []
+        for batch in batches:
+            for index in batch.column(0).to_pylist():
+                for row in rows_of(index):
+                    buf.append(row)
+                    if len(buf) >= _BATCH_ROWS:
+                        yield pa.RecordBatch.from_pylist(buf, schema=schema)
+                        buf = []
+        if buf:
+            yield pa.RecordBatch.from_pylist(buf, schema=schema)
+
+    return run
+
+
+@dataclass(frozen=True)
+class ParsedBatch:
+    """The result of reading one batch. ``parsed`` is persisted; call ``unpersist()`` when done."""
+
+    files: list[str]
+    format: Format
+    parsed: DataFrame
+    events: DataFrame
+    quarantine: DataFrame
+
+    def unpersist(self) -> None:
+        self.parsed.unpersist()
+
+    def counts(self) -> dict[str, int]:
+        """Events, quarantined records, transactions and messages, plus the batch's commit-LSN range, in one
+        small aggregate over the persisted parse (one Spark job)."""
+        tagged = (
+            self.events.select(F.lit("events").alias("name"), F.lit(1).cast("long").alias("v"), "commit_lsn")
+            .unionByName(self.quarantine.select(F.lit("quarantined").alias("name"), F.lit(1).cast("long").alias("v"),
+                                                F.lit(None).cast("long").alias("commit_lsn")))
+            .unionByName(self.parsed.filter(F.col("kind") == "count").select(
+                F.col("count_name").alias("name"), F.col("count_value").alias("v"),
+                F.lit(None).cast("long").alias("commit_lsn")))
+        )
+        rows = tagged.groupBy("name").agg(
+            F.sum("v").alias("v"), F.min("commit_lsn").alias("lo"), F.max("commit_lsn").alias("hi")
+        ).collect()  # a handful of rows: one per counter
+        out: dict[str, int] = {"events": 0, "quarantined": 0, "transactions": 0, "messages": 0}
+        for r in rows:
+            out[r["name"]] = int(r["v"] or 0)
+            if r["name"] == "events" and r["lo"] is not None:
+                out["min_commit_lsn"], out["max_commit_lsn"] = int(r["lo"]), int(r["hi"])
+        return out
+
+
+def read_wal2json(spark: SparkSession, paths: Sequence[str], fmt: Format | str) -> ParsedBatch:
+    """Parse wal2json files (one batch, read as one stream in the given order) into events and quarantine.
+
+    Nothing runs until the result is used; the parse runs once and is persisted for its several uses.
+    """
+    fmt = _format(fmt)
+    files = list_files(paths)
+    n = len(files)
+    slices = max(1, min(n, spark.sparkContext.defaultParallelism * 4))
+    index = spark.range(0, n, 1, slices).select(F.col("id").cast("int").alias("file_index"))
+    parsed = index.mapInArrow(_parse_files(files, fmt), _PARSED_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
+    stitched, cut_off = _stitch(parsed.filter(F.col("kind") == "fragment"))
+    events = parsed.filter(F.col("kind") == "event").select(*_event_cols()).unionByName(stitched)
+    quarantine = (
+        parsed.filter(F.col("kind") == "quarantine")
+        .unionByName(cut_off)
+        .select(
+            "source_file",
+            F.col("source_line").cast("long").alias("source_line"),
+            F.lit(fmt.value).alias("format"),
+            "reason",
+            F.coalesce("raw", F.lit("")).alias("raw"),
+            "raw_bytes",
+        )
+    )
+    return ParsedBatch(files, fmt, parsed, events, quarantine)
+
+
+def _format(fmt: Format | str) -> Format:
+    try:
+        return Format(fmt)
+    except ValueError:
+        raise ConfigError(
+            f"unknown format {fmt!r}: expected one of {', '.join(f.value for f in Format)}"
+        ) from None
+
+
+def _event_cols() -> list[Column]:
+    return [F.col(f.name).cast(f.dataType).alias(f.name) for f in EVENT_SCHEMA.fields]
+
+
+def _stitch(fragments: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """Join each transaction's tail (B … end of file k) with its head (start of file k+1 … C).
+
+    Returns the events of the joined transactions (positions renumbered across the cut, commit LSN from B
+    or C) and the lines of fragments that found no partner, with their quarantine reason."""
+    summary = fragments.groupBy("file_index", "role").agg(
+        F.max("commit_lsn").alias("lsn"), F.count("table").alias("n")
+    )
+    tails = summary.filter(F.col("role") == "tail").select(
+        F.col("file_index").alias("tail_file"), F.col("lsn").alias("tail_lsn"), F.col("n").alias("offset")
+    )
+    heads = summary.filter(F.col("role") == "head").select(
+        F.col("file_index").alias("head_file"), F.col("lsn").alias("head_lsn")
+    )
+    pairs = tails.join(
+        heads, (F.col("head_file") == F.col("tail_file") + 1) & F.col("head_lsn").eqNullSafe(F.col("tail_lsn"))
+    )
+    tagged = (
+        fragments.join(
+            pairs.select("tail_file", "tail_lsn"),
+            (F.col("role") == "tail") & (F.col("file_index") == F.col("tail_file")),
+            "left",
+        )
+        .join(
+            pairs.select("head_file", "offset", F.col("tail_lsn").alias("pair_lsn")),
+            (F.col("role") == "head") & (F.col("file_index") == F.col("head_file")),
+            "left",
+        )
+        .withColumn("matched", F.col("tail_file").isNotNull() | F.col("head_file").isNotNull())
+    )
+    events = (
+        tagged.filter(F.col("matched") & F.col("table").isNotNull())
+        .withColumn("position", F.col("position") + F.coalesce(F.col("offset"), F.lit(0)))
+        .withColumn("commit_lsn", F.coalesce("commit_lsn", "pair_lsn"))
+        .select(*_event_cols())
+    )
+    reason = F.when(
+        F.col("role") == "tail",
+        F.lit("incomplete transaction: begun in this file, no commit before the end of the input (the next "
+              "file of the batch does not continue it); it is not applied (rule: framing)"),
+    ).otherwise(
+        F.lit("incomplete transaction: its commit is in this file but its begin is not at the end of the "
+              "previous file of the batch; it is not applied (rule: framing)")
+    )
+    cut_off = (
+        tagged.filter(~F.col("matched"))
+        .withColumn("reason", reason)
+        .withColumn("kind", F.lit("quarantine"))
+        .select(*[F.col(f.name) for f in _PARSED_SCHEMA.fields])
+    )
+    return events, cut_off

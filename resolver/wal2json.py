@@ -1,0 +1,430 @@
+"""Read wal2json output (format-version 1 and 2) into change events, in pure Python.
+
+One call reads one file as a stream of lines and yields, in file order, what each record became:
+an ``Event`` (a ChangeEvent as a dict), a ``Quarantined`` record (raw text + reason), or a
+``Fragment`` line (part of a format-2 transaction that starts or ends in another file of the batch, see
+``resolver.read``). It never raises on bad input and never holds more than one transaction in memory.
+Every record is validated against the JSON Schemas in ``schemas/wal2json/``, compiled once per process.
+
+Ordering (``../shared/reference/wal2json_spec.md`` section 7): a transaction's commit position is the end
+of its commit record: v1 ``nextlsn``, v2 ``nextlsn`` of B and C (the same value in both formats, so the
+two formats give the same events in the same order). ``position`` counts the transaction's changes
+(insert/update/delete/truncate; messages are not changes). A change's own v2 ``lsn`` is kept as data only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import fastjsonschema
+
+from resolver.models import Format
+
+__all__ = [
+    "Event",
+    "Count",
+    "Fragment",
+    "Quarantined",
+    "format_lsn",
+    "parse_lsn",
+    "read_lines",
+    "validator",
+]
+
+_DATA_ACTIONS = {"I": "insert", "U": "update", "D": "delete", "T": "truncate"}
+
+
+# --- exact number text ------------------------------------------------------------------------------
+class _Int(int):
+    """A JSON integer that remembers its literal text (validates as an integer)."""
+
+    text: str
+
+
+class _Float(float):
+    """A JSON number with a fraction or exponent that remembers its literal text (never used as a float)."""
+
+    text: str
+
+
+def _int(s: str) -> _Int:
+    v = _Int(s)
+    v.text = s
+    return v
+
+
+def _float(s: str) -> _Float:
+    v = _Float(s)
+    v.text = s
+    return v
+
+
+_decoder = json.JSONDecoder(parse_int=_int, parse_float=_float)
+
+
+def _text(v: Any) -> str | None:
+    """The exact text of a scalar JSON value as wal2json printed it."""
+    if v is None or isinstance(v, str):
+        return v
+    if v is True or v is False:
+        return "true" if v else "false"
+    text = getattr(v, "text", None)
+    return text if text is not None else json.dumps(v)
+
+
+# --- positions and times ----------------------------------------------------------------------------
+def parse_lsn(lsn: str) -> int:
+    """``'16/B374D848'`` -> 64-bit integer."""
+    hi, _, lo = lsn.partition("/")
+    return (int(hi, 16) << 32) | int(lo, 16)
+
+
+def format_lsn(value: int) -> str:
+    """64-bit integer -> ``'16/B374D848'``."""
+    return f"{value >> 32:X}/{value & 0xFFFFFFFF:X}"
+
+
+def _commit_time(ts: str | None) -> datetime | None:
+    if ts is None:
+        return None
+    try:
+        return datetime.fromisoformat(ts).astimezone(UTC)
+    except ValueError:
+        raise _Bad(
+            f"data.timestamp: found {ts!r}, expected an ISO timestamp such as '2026-11-21 15:58:51.52+00' "
+            "(set DateStyle=ISO on the decoding session) (rule: format)"
+        ) from None
+
+
+# --- validation -------------------------------------------------------------------------------------
+@cache
+def validator(fmt: Format) -> Callable[[Any], Any]:
+    """The compiled JSON Schema of one wal2json format (compiled once per process)."""
+    name = "v1.json" if fmt is Format.WAL2JSON_V1 else "v2.json"
+    return fastjsonschema.compile(json.loads(_schema_text(name)))  # type: ignore[no-any-return]
+
+
+def _schema_text(name: str) -> str:
+    """A schema file: from the source tree's schemas/wal2json/ (a checkout), else from the installed wheel."""
+    checkout = Path(__file__).resolve().parents[1] / "schemas" / "wal2json" / name
+    if checkout.is_file():
+        return checkout.read_text("utf-8")
+    return resources.files("resolver.wal2json_schemas").joinpath(name).read_text("utf-8")
+
+
+class _Bad(Exception):
+    """A record that cannot be accepted; its message is the quarantine reason."""
+
+
+def _parse(text: str, fmt: Format) -> dict[str, Any]:
+    try:
+        obj = _decoder.decode(text)
+    except json.JSONDecodeError as e:
+        raise _Bad(f"not JSON: {e.msg} at line {e.lineno} column {e.colno} (rule: json-syntax)") from None
+    try:
+        validator(fmt)(obj)
+    except fastjsonschema.JsonSchemaValueException as e:
+        path = e.name or "data"
+        raise _Bad(f"{path}: {e.message.removeprefix(path + ' ')} (rule: {e.rule})") from None
+    return obj  # type: ignore[no-any-return]
+
+
+# --- output records ---------------------------------------------------------------------------------
+@dataclass(slots=True)
+class Event:
+    """A ChangeEvent as a plain dict (field names of ``resolver.models.ChangeEvent``)."""
+
+    row: dict[str, Any]
+
+
+@dataclass(slots=True)
+class Quarantined:
+    line: int
+    reason: str
+    raw: str
+    raw_bytes: bytes | None = None
+
+
+@dataclass(slots=True)
+class Fragment:
+    """One line of a format-2 transaction cut by a file boundary.
+
+    ``role`` is ``"tail"`` (from a B to the end of the file) or ``"head"`` (from the start of the file to a
+    C). ``row`` is the change's event (None for B, C and message lines) with ``position`` local to the
+    fragment; ``commit_lsn`` comes from the fragment's B or C.
+    """
+
+    role: str
+    line: int
+    raw: str
+    commit_lsn: int | None
+    row: dict[str, Any] | None
+
+
+@dataclass(slots=True)
+class Count:
+    """A counter increment for the summary: ``transactions`` read, ``messages`` (not changes) skipped."""
+
+    name: str
+    value: int
+
+
+# --- readers ----------------------------------------------------------------------------------------
+def read_lines(lines: Iterable[bytes], source_file: str, fmt: Format) -> Iterator[Event | Quarantined | Fragment | Count]:
+    """Read one file's lines (bytes, with or without line ends) as one wal2json stream."""
+    numbered = _decode(lines)
+    if fmt is Format.WAL2JSON_V1:
+        yield from _read_v1(numbered, source_file)
+    else:
+        yield from _read_v2(numbered, source_file)
+
+
+def _decode(lines: Iterable[bytes]) -> Iterator[tuple[int, str, bytes | None]]:
+    """(line number, text, raw bytes when not UTF-8) for each non-blank line."""
+    for n, b in enumerate(lines, 1):
+        b = b.rstrip(b"\r\n")
+        if not b.strip():
+            continue
+        try:
+            yield n, b.decode("utf-8"), None
+        except UnicodeDecodeError:
+            yield n, b.decode("utf-8", "replace"), b
+
+
+def _not_utf8(raw: bytes) -> str:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return f"not UTF-8: byte 0x{raw[e.start]:02x} at offset {e.start} (rule: utf-8)"
+    return "not UTF-8 (rule: utf-8)"
+
+
+def _base(source_file: str, line: int, table: str | None, op: str) -> dict[str, Any]:
+    return {"table": table, "operation": op, "source_file": source_file, "source_line": line}
+
+
+def _qualified(rec: dict[str, Any]) -> str:
+    return f"{rec.get('schema', 'public')}.{rec['table']}"
+
+
+# format-version 1 ------------------------------------------------------------------------------------
+def _read_v1(numbered: Iterator[tuple[int, str, bytes | None]], source_file: str) -> Iterator[Any]:
+    buf: list[str] = []
+    start = 0
+    for n, text, raw in numbered:
+        if raw is not None:
+            yield Quarantined(n, _not_utf8(raw), text, raw)
+            continue
+        if buf:
+            buf.append(text)
+            if text in ("}", "]}"):  # closer of a pretty-printed or chunked transaction
+                yield from _v1_transaction("\n".join(buf), start, source_file)
+                buf = []
+            continue
+        if text.startswith("{") and not _is_complete_json(text):
+            buf, start = [text], n  # a multi-line transaction (pretty-print / write-in-chunks) begins
+            continue
+        yield from _v1_transaction(text, n, source_file)
+    if buf:
+        yield Quarantined(
+            start,
+            "incomplete transaction: the object that starts here has no closing line before the end of the "
+            "file; it is not applied (rule: framing)",
+            "\n".join(buf),
+        )
+
+
+def _is_complete_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return True
+
+
+def _v1_transaction(text: str, line: int, source_file: str) -> Iterator[Any]:
+    try:
+        obj = _parse(text, Format.WAL2JSON_V1)
+        commit_lsn = parse_lsn(obj["nextlsn"]) if "nextlsn" in obj else None
+        commit_time = _commit_time(obj.get("timestamp"))
+    except _Bad as e:
+        yield Quarantined(line, str(e), text)
+        return
+    xid = obj.get("xid")
+    position = 0
+    events = []
+    for ch in obj["change"]:
+        kind = ch["kind"]
+        if kind == "message":
+            continue
+        row = _base(source_file, line, _qualified(ch), kind)
+        row.update(commit_lsn=commit_lsn, position=position, xid=xid, commit_time=commit_time)
+        if "columnnames" in ch:
+            row["column_names"] = ch["columnnames"]
+            row["column_types"] = ch.get("columntypes")
+            row["column_values"] = [_text(v) for v in ch["columnvalues"]]
+        if "oldkeys" in ch:
+            ok = ch["oldkeys"]
+            row["old_key_names"] = ok["keynames"]
+            row["old_key_types"] = ok.get("keytypes")
+            row["old_key_values"] = [_text(v) for v in ok["keyvalues"]]
+        if "pk" in ch:
+            row["primary_key"] = ch["pk"]["pknames"]
+        events.append(Event(row))
+        position += 1
+    yield Count("transactions", 1)
+    yield Count("messages", len(obj["change"]) - position)
+    yield from events
+
+
+# format-version 2 ------------------------------------------------------------------------------------
+def _v2_event(rec: dict[str, Any], line: int, source_file: str, commit_lsn: int | None, pos: int) -> dict[str, Any]:
+    row = _base(source_file, line, _qualified(rec), _DATA_ACTIONS[rec["action"]])
+    row.update(
+        commit_lsn=commit_lsn,
+        position=pos,
+        change_lsn=parse_lsn(rec["lsn"]) if rec.get("lsn") else None,
+        xid=rec.get("xid"),
+        commit_time=_commit_time(rec.get("timestamp")),
+    )
+    if "columns" in rec:
+        cols = rec["columns"]
+        row["column_names"] = [c["name"] for c in cols]
+        row["column_types"] = [c["type"] for c in cols] if all("type" in c for c in cols) else None
+        row["column_values"] = [_text(c["value"]) for c in cols]
+    if "identity" in rec:
+        ids = rec["identity"]
+        row["old_key_names"] = [c["name"] for c in ids]
+        row["old_key_types"] = [c["type"] for c in ids] if all("type" in c for c in ids) else None
+        row["old_key_values"] = [_text(c["value"]) for c in ids]
+    if "pk" in rec:
+        row["primary_key"] = [c["name"] for c in rec["pk"]]
+    return row
+
+
+def _read_v2(numbered: Iterator[tuple[int, str, bytes | None]], source_file: str) -> Iterator[Any]:
+    """Buffer each B … C transaction; emit its events at C. Lines before the first B that end in a C are the
+    head of a transaction begun in an earlier file; a B still open at the end is a tail."""
+    txn: list[tuple[int, str, dict[str, Any] | None, Any]] | None = None  # (line, raw, record, problem)
+    begin: dict[str, Any] = {}
+    head: list[tuple[int, str, dict[str, Any] | None, Any]] = []
+    framed = False  # seen any B or C in this file
+
+    def flush(lines: list[tuple[int, str, dict[str, Any] | None, Any]], commit_lsn: int | None) -> Iterator[Any]:
+        pos = 0
+        for ln, raw, rec, problem in lines:
+            if problem is not None:
+                yield problem
+                pos += 1
+            elif rec is not None and rec["action"] in _DATA_ACTIONS:
+                try:
+                    yield Event(_v2_event(rec, ln, source_file, commit_lsn, pos))
+                except _Bad as e:
+                    yield Quarantined(ln, str(e), raw)
+                pos += 1
+            elif rec is not None and rec["action"] == "M":
+                yield Count("messages", 1)
+
+    for n, text, raw_bytes in numbered:
+        rec: dict[str, Any] | None = None
+        problem: Quarantined | None = None
+        if raw_bytes is not None:
+            problem = Quarantined(n, _not_utf8(raw_bytes), text, raw_bytes)
+        else:
+            try:
+                rec = _parse(text, Format.WAL2JSON_V2)
+            except _Bad as e:
+                problem = Quarantined(n, str(e), text)
+        action = rec["action"] if rec is not None else None
+        if action == "B":
+            if txn is not None:
+                yield from _incomplete(txn, f"begun at line {txn[0][0]} has no commit before the next begin at line {n}")
+            yield from _outside(head, framed)
+            head, framed = [], True
+            txn, begin = [(n, text, rec, None)], rec  # type: ignore[assignment]
+        elif action == "C":
+            if txn is not None:
+                commit = begin.get("nextlsn") or (rec or {}).get("nextlsn")
+                yield Count("transactions", 1)
+                yield from flush(txn[1:], parse_lsn(commit) if commit else None)
+                txn = None
+            elif not framed:  # the end of a transaction begun in an earlier file
+                commit = (rec or {}).get("nextlsn")
+                yield from _fragment("head", head + [(n, text, rec, None)], parse_lsn(commit) if commit else None,
+                                     source_file)
+                head = []
+            else:
+                yield from _incomplete(head + [(n, text, rec, None)], f"commit at line {n} has no begin")
+                head = []
+            framed = True
+        elif txn is not None:
+            txn.append((n, text, rec, problem))
+        elif action == "M" and rec is not None and not rec["transactional"]:
+            yield Count("messages", 1)  # non-transactional messages stand outside B … C
+        else:
+            head.append((n, text, rec, problem))
+    if txn is not None:
+        commit = begin.get("nextlsn")
+        yield from _fragment("tail", txn, parse_lsn(commit) if commit else None, source_file)
+    if framed:
+        yield from _outside(head, framed)
+    else:  # no B/C in the whole file (include-transaction=0): each record is its own unit
+        for ln, raw, rec, problem in head:
+            if problem is not None:
+                yield problem
+            elif rec is not None and rec["action"] in _DATA_ACTIONS:
+                try:
+                    yield Event(_v2_event(rec, ln, source_file, None, 0))
+                except _Bad as e:
+                    yield Quarantined(ln, str(e), raw)
+            else:
+                yield Count("messages", 1)
+
+
+def _outside(lines: list[tuple[int, str, dict[str, Any] | None, Any]], framed: bool) -> Iterator[Quarantined]:
+    """Lines between transactions. Unreadable lines keep their own reason; readable changes there were cut
+    from their transaction."""
+    if not lines:
+        return
+    if all(rec is None for _, _, rec, _ in lines):
+        yield from (problem for *_, problem in lines)
+    elif framed:
+        yield from _incomplete(lines, "stands outside any begin … commit")
+    else:
+        yield from _incomplete(lines, "has no begin in this file and no commit before the next begin")
+
+
+def _incomplete(lines: list[tuple[int, str, dict[str, Any] | None, Any]], why: str) -> Iterator[Quarantined]:
+    for ln, raw, _rec, problem in lines:
+        reason = f"incomplete transaction: {why}; it is not applied (rule: framing)"
+        if problem is not None:
+            reason = f"{problem.reason}; and {reason}"
+        yield Quarantined(ln, reason, raw, problem.raw_bytes if problem is not None else None)
+
+
+def _fragment(
+    role: str, lines: list[tuple[int, str, dict[str, Any] | None, Any]], commit_lsn: int | None, source_file: str
+) -> Iterator[Any]:
+    pos = 0
+    for ln, raw, rec, problem in lines:
+        if problem is not None:
+            yield problem
+            pos += 1
+            continue
+        row = None
+        if rec is not None and rec["action"] in _DATA_ACTIONS:
+            try:
+                row = _v2_event(rec, ln, source_file, commit_lsn, pos)
+            except _Bad as e:
+                yield Quarantined(ln, str(e), raw)
+                pos += 1
+                continue
+            pos += 1
+        yield Fragment(role, ln, raw, commit_lsn, row)
