@@ -216,37 +216,42 @@ def _qualified(rec: dict[str, Any]) -> str:
 
 # format-version 1 ------------------------------------------------------------------------------------
 def _read_v1(numbered: Iterator[tuple[int, str, bytes | None]], source_file: str) -> Iterator[Any]:
+    """One transaction object per line, or spread over several lines: pretty-print (a ``{`` line … a ``}``
+    line) and write-in-chunks (a header ending in ``"change":[`` … a ``]}`` line)."""
     buf: list[str] = []
     start = 0
     for n, text, raw in numbered:
+        if buf and _begins_transaction(text):  # a new transaction while the previous one is still open
+            yield _v1_incomplete(buf, start, f"the next transaction begins at line {n}")
+            buf = []
         if raw is not None:
             yield Quarantined(n, _not_utf8(raw), text, raw)
-            continue
-        if buf:
+        elif buf:
             buf.append(text)
-            if text in ("}", "]}"):  # closer of a pretty-printed or chunked transaction
+            if text in ("}", "]}"):  # the closing line of a pretty-printed or chunked transaction
                 yield from _v1_transaction("\n".join(buf), start, source_file)
                 buf = []
-            continue
-        if text.startswith("{") and not _is_complete_json(text):
-            buf, start = [text], n  # a multi-line transaction (pretty-print / write-in-chunks) begins
-            continue
-        yield from _v1_transaction(text, n, source_file)
+        elif text == "{" or text.endswith('"change":['):
+            buf, start = [text], n
+        else:
+            yield from _v1_transaction(text, n, source_file)
     if buf:
-        yield Quarantined(
-            start,
-            "incomplete transaction: the object that starts here has no closing line before the end of the "
-            "file; it is not applied (rule: framing)",
-            "\n".join(buf),
-        )
+        yield _v1_incomplete(buf, start, "the file ends first")
 
 
-def _is_complete_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except json.JSONDecodeError:
-        return False
-    return True
+def _begins_transaction(text: str) -> bool:
+    return text == "{" or text.endswith('"change":[') or (
+        text.startswith('{"') and '"change":[' in text and text.endswith("]}")
+    )
+
+
+def _v1_incomplete(buf: list[str], start: int, why: str) -> Quarantined:
+    return Quarantined(
+        start,
+        f"incomplete transaction: the object that starts here has no closing line ({why}); it is not applied "
+        "(rule: framing)",
+        "\n".join(buf),
+    )
 
 
 def _v1_transaction(text: str, line: int, source_file: str) -> Iterator[Any]:
