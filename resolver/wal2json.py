@@ -127,7 +127,7 @@ def _parse(text: str, fmt: Format) -> dict[str, Any]:
     try:
         obj = _decoder.decode(text)
     except json.JSONDecodeError as e:
-        raise _Bad(f"not JSON: {e.msg} at line {e.lineno} column {e.colno} (rule: json-syntax)") from None
+        raise _Bad(f"not JSON: {e.msg} (line {e.lineno}, column {e.colno}) (rule: json-syntax)") from None
     try:
         validator(fmt)(obj)
     except fastjsonschema.JsonSchemaValueException as e:

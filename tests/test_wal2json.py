@@ -169,7 +169,7 @@ def test_commit_at_the_start_of_a_file_becomes_a_head_fragment() -> None:
 @pytest.mark.parametrize(
     ("line", "reason"),
     [
-        ('{"action":"I","table":"t"', "not JSON: Expecting ',' delimiter at line 1 column 26 (rule: json-syntax)"),
+        ('{"action":"I","table":"t"', "not JSON: Expecting ',' delimiter (line 1, column 26) (rule: json-syntax)"),
         ('{"action":"X","table":"t"}', "data.action: must be one of ['B', 'C', 'I', 'U', 'D', 'T', 'M'] (rule: enum)"),
         ('{"action":"I","table":"t"}', "data: must contain ['columns'] properties (rule: required)"),
         ('{"action":"I","table":"t","columns":[{"name":"a","value":{"x":1}}]}', "data.columns[0].value: must be"),
