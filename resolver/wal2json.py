@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -91,6 +91,7 @@ def format_lsn(value: int) -> str:
     return f"{value >> 32:X}/{value & 0xFFFFFFFF:X}"
 
 
+@lru_cache(maxsize=4096)  # every record of a transaction repeats its commit time
 def _commit_time(ts: str | None) -> datetime | None:
     if ts is None:
         return None
@@ -108,7 +109,26 @@ def _commit_time(ts: str | None) -> datetime | None:
 def validator(fmt: Format) -> Callable[[Any], Any]:
     """The compiled JSON Schema of one wal2json format (compiled once per process)."""
     name = "v1.json" if fmt is Format.WAL2JSON_V1 else "v2.json"
-    return fastjsonschema.compile(json.loads(_schema_text(name)))  # type: ignore[no-any-return]
+    schema = json.loads(_schema_text(name))
+    full = fastjsonschema.compile(schema)
+    # The v2 schema dispatches on "action" with if/then branches, which fastjsonschema evaluates by raising
+    # and catching an exception per branch. Validating a known action against its own branch directly is the
+    # same check, about 3x faster; anything else goes through the full schema for its exact error.
+    branches = {
+        rule["if"]["properties"]["action"]["const"]: fastjsonschema.compile(
+            {"definitions": schema["definitions"], "$ref": rule["then"]["$ref"]}
+        )
+        for rule in schema.get("allOf", [])
+        if "action" in rule.get("if", {}).get("properties", {})
+    }
+    if not branches:
+        return full  # type: ignore[no-any-return]
+
+    def validate(obj: Any) -> Any:
+        branch = branches.get(obj.get("action")) if isinstance(obj, dict) else None
+        return (branch or full)(obj)
+
+    return validate
 
 
 def _schema_text(name: str) -> str:
