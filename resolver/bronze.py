@@ -34,9 +34,12 @@ def ingest(spark: SparkSession, paths: Sequence[str], lake: str, fmt: Format | s
     batch = read_wal2json(spark, paths, fmt)
     try:
         counts = batch.counts()
-        quarantined = write_quarantine(spark, lake, batch.quarantine, batch.files) if counts["quarantined"] else 0
-        metrics, version = write_bronze(spark, lake, batch.events, counts.get("min_commit_lsn"),
-                                        counts.get("max_commit_lsn"), batch.files)
+        quarantined = (
+            write_quarantine(spark, lake, batch.quarantine, batch.files) if counts["quarantined"] else 0
+        )
+        metrics, version = write_bronze(
+            spark, lake, batch.events, counts.get("min_commit_lsn"), counts.get("max_commit_lsn"), batch.files
+        )
     finally:
         batch.unpersist()
     events_read = counts["events"]
@@ -56,7 +59,10 @@ def ingest(spark: SparkSession, paths: Sequence[str], lake: str, fmt: Format | s
 def write_quarantine(spark: SparkSession, lake: str, records: DataFrame, files: Sequence[str]) -> int:
     """Add quarantined records not already there (same file, line and reason). Returns how many were added."""
     table = delta.ensure_table(
-        spark, delta.table_path(lake, delta.QUARANTINE), QUARANTINE_SCHEMA, {"delta.appendOnly": "true"},
+        spark,
+        delta.table_path(lake, delta.QUARANTINE),
+        QUARANTINE_SCHEMA,
+        {"delta.appendOnly": "true"},
         "Records that could not be accepted, with their raw text and the reason",
     )
     in_files = ", ".join(_sql_string(f) for f in files)
@@ -64,9 +70,9 @@ def write_quarantine(spark: SparkSession, lake: str, records: DataFrame, files: 
         f"t.source_file IN ({in_files}) AND t.source_file = s.source_file "
         "AND t.source_line = s.source_line AND t.reason = s.reason"
     )
-    return delta.insert_new(table, records.dropDuplicates(["source_file", "source_line", "reason"]), condition).get(
-        "numTargetRowsInserted", 0
-    )
+    return delta.insert_new(
+        table, records.dropDuplicates(["source_file", "source_line", "reason"]), condition
+    ).get("numTargetRowsInserted", 0)
 
 
 def write_bronze(
@@ -74,10 +80,15 @@ def write_bronze(
 ) -> tuple[dict[str, int], int]:
     """Append the events bronze does not have yet. Returns the MERGE metrics and bronze's version."""
     table = delta.ensure_table(
-        spark, delta.table_path(lake, delta.BRONZE), EVENT_SCHEMA, BRONZE_PROPERTIES,
+        spark,
+        delta.table_path(lake, delta.BRONZE),
+        EVENT_SCHEMA,
+        BRONZE_PROPERTIES,
         "Every change event accepted, append-only, unique on (table, commit_lsn, position)",
     )
-    provenance = F.when(F.col("commit_lsn").isNull(), F.concat_ws(":", "source_file", F.col("source_line").cast("string")))
+    provenance = F.when(
+        F.col("commit_lsn").isNull(), F.concat_ws(":", "source_file", F.col("source_line").cast("string"))
+    )
     first = Window.partitionBy(*BRONZE_KEY, provenance).orderBy("source_file", "source_line")
     ranked = events.withColumn("_rank", F.row_number().over(first))
     unique = ranked.filter(F.col("_rank") == 1).drop("_rank")

@@ -32,10 +32,15 @@ def _parser() -> argparse.ArgumentParser:
     ingest.add_argument("files", nargs="+", metavar="FILE", help="wal2json files, or folders of them")
     ingest.add_argument("--lake", required=True, metavar="DIR", help="lake folder (created if missing)")
     ingest.add_argument(
-        "--format", required=True, choices=[f.value for f in Format], help="wal2json format-version of the files"
+        "--format",
+        required=True,
+        choices=[f.value for f in Format],
+        help="wal2json format-version of the files",
     )
     ingest.add_argument("--schemas", metavar="DIR", help="folder of per-table schema YAML files (optional)")
-    ingest.add_argument("--master", default="local[2]", help="Spark master for the local session (default local[2])")
+    ingest.add_argument(
+        "--master", default="local[2]", help="Spark master for the local session (default local[2])"
+    )
     return parser
 
 
@@ -50,7 +55,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        print(f"resolver: failed: {type(e).__name__}: {first} (rerun with --debug for the traceback)", file=sys.stderr)
+        print(
+            f"resolver: failed: {type(e).__name__}: {first} (rerun with --debug for the traceback)",
+            file=sys.stderr,
+        )
         return 1
 
 
@@ -66,7 +74,9 @@ def _ingest(args: argparse.Namespace) -> int:
         from resolver.errors import ConfigError
 
         if not os.path.isdir(args.schemas):
-            raise ConfigError(f"--schemas {args.schemas!r} is not a folder (expected a folder of <schema>.<table>.yaml)")
+            raise ConfigError(
+                f"--schemas {args.schemas!r} is not a folder (expected a folder of <schema>.<table>.yaml)"
+            )
     started = time.monotonic()
     print(f"resolver: ingesting {len(files)} file(s) as {args.format} into {args.lake}", file=sys.stderr)
     spark = local_session(master=args.master)

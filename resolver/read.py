@@ -75,13 +75,25 @@ def _parse_files(files: list[str], fmt: Format) -> Any:
                 if isinstance(item, Event):
                     yield {"kind": "event", "file_index": index, **item.row}
                 elif isinstance(item, Quarantined):
-                    yield {"kind": "quarantine", "file_index": index, "source_file": path,
-                           "source_line": item.line, "reason": item.reason, "raw": item.raw,
-                           "raw_bytes": item.raw_bytes}
+                    yield {
+                        "kind": "quarantine",
+                        "file_index": index,
+                        "source_file": path,
+                        "source_line": item.line,
+                        "reason": item.reason,
+                        "raw": item.raw,
+                        "raw_bytes": item.raw_bytes,
+                    }
                 elif isinstance(item, Fragment):
                     row = item.row or {"source_file": path, "source_line": item.line}
-                    yield {**row, "kind": "fragment", "file_index": index, "role": item.role,
-                           "raw": item.raw, "commit_lsn": item.commit_lsn}
+                    yield {
+                        **row,
+                        "kind": "fragment",
+                        "file_index": index,
+                        "role": item.role,
+                        "raw": item.raw,
+                        "commit_lsn": item.commit_lsn,
+                    }
                 elif isinstance(item, Count):
                     counts[item.name] = counts.get(item.name, 0) + item.value
         for name, value in counts.items():
@@ -120,15 +132,26 @@ class ParsedBatch:
         small aggregate over the persisted parse (one Spark job)."""
         tagged = (
             self.events.select(F.lit("events").alias("name"), F.lit(1).cast("long").alias("v"), "commit_lsn")
-            .unionByName(self.quarantine.select(F.lit("quarantined").alias("name"), F.lit(1).cast("long").alias("v"),
-                                                F.lit(None).cast("long").alias("commit_lsn")))
-            .unionByName(self.parsed.filter(F.col("kind") == "count").select(
-                F.col("count_name").alias("name"), F.col("count_value").alias("v"),
-                F.lit(None).cast("long").alias("commit_lsn")))
+            .unionByName(
+                self.quarantine.select(
+                    F.lit("quarantined").alias("name"),
+                    F.lit(1).cast("long").alias("v"),
+                    F.lit(None).cast("long").alias("commit_lsn"),
+                )
+            )
+            .unionByName(
+                self.parsed.filter(F.col("kind") == "count").select(
+                    F.col("count_name").alias("name"),
+                    F.col("count_value").alias("v"),
+                    F.lit(None).cast("long").alias("commit_lsn"),
+                )
+            )
         )
-        rows = tagged.groupBy("name").agg(
-            F.sum("v").alias("v"), F.min("commit_lsn").alias("lo"), F.max("commit_lsn").alias("hi")
-        ).collect()  # a handful of rows: one per counter
+        rows = (
+            tagged.groupBy("name")
+            .agg(F.sum("v").alias("v"), F.min("commit_lsn").alias("lo"), F.max("commit_lsn").alias("hi"))
+            .collect()
+        )  # a handful of rows: one per counter
         out: dict[str, int] = {"events": 0, "quarantined": 0, "transactions": 0, "messages": 0}
         for r in rows:
             out[r["name"]] = int(r["v"] or 0)
@@ -193,7 +216,8 @@ def _stitch(fragments: DataFrame) -> tuple[DataFrame, DataFrame]:
         F.col("file_index").alias("head_file"), F.col("lsn").alias("head_lsn")
     )
     pairs = tails.join(
-        heads, (F.col("head_file") == F.col("tail_file") + 1) & F.col("head_lsn").eqNullSafe(F.col("tail_lsn"))
+        heads,
+        (F.col("head_file") == F.col("tail_file") + 1) & F.col("head_lsn").eqNullSafe(F.col("tail_lsn")),
     )
     tagged = (
         fragments.join(
@@ -216,11 +240,15 @@ def _stitch(fragments: DataFrame) -> tuple[DataFrame, DataFrame]:
     )
     reason = F.when(
         F.col("role") == "tail",
-        F.lit("incomplete transaction: begun in this file, no commit before the end of the input (the next "
-              "file of the batch does not continue it); it is not applied (rule: framing)"),
+        F.lit(
+            "incomplete transaction: begun in this file, no commit before the end of the input (the next "
+            "file of the batch does not continue it); it is not applied (rule: framing)"
+        ),
     ).otherwise(
-        F.lit("incomplete transaction: its commit is in this file but its begin is not at the end of the "
-              "previous file of the batch; it is not applied (rule: framing)")
+        F.lit(
+            "incomplete transaction: its commit is in this file but its begin is not at the end of the "
+            "previous file of the batch; it is not applied (rule: framing)"
+        )
     )
     cut_off = (
         tagged.filter(~F.col("matched"))

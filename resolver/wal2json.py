@@ -197,7 +197,9 @@ class Count:
 
 
 # --- readers ----------------------------------------------------------------------------------------
-def read_lines(lines: Iterable[bytes], source_file: str, fmt: Format) -> Iterator[Event | Quarantined | Fragment | Count]:
+def read_lines(
+    lines: Iterable[bytes], source_file: str, fmt: Format
+) -> Iterator[Event | Quarantined | Fragment | Count]:
     """Read one file's lines (bytes, with or without line ends) as one wal2json stream."""
     numbered = _decode(lines)
     if fmt is Format.WAL2JSON_V1:
@@ -260,8 +262,10 @@ def _read_v1(numbered: Iterator[tuple[int, str, bytes | None]], source_file: str
 
 
 def _begins_transaction(text: str) -> bool:
-    return text == "{" or text.endswith('"change":[') or (
-        text.startswith('{"') and '"change":[' in text and text.endswith("]}")
+    return (
+        text == "{"
+        or text.endswith('"change":[')
+        or (text.startswith('{"') and '"change":[' in text and text.endswith("]}"))
     )
 
 
@@ -310,7 +314,9 @@ def _v1_transaction(text: str, line: int, source_file: str) -> Iterator[Any]:
 
 
 # format-version 2 ------------------------------------------------------------------------------------
-def _v2_event(rec: dict[str, Any], line: int, source_file: str, commit_lsn: int | None, pos: int) -> dict[str, Any]:
+def _v2_event(
+    rec: dict[str, Any], line: int, source_file: str, commit_lsn: int | None, pos: int
+) -> dict[str, Any]:
     row = _base(source_file, line, _qualified(rec), _DATA_ACTIONS[rec["action"]])
     row.update(
         commit_lsn=commit_lsn,
@@ -342,7 +348,9 @@ def _read_v2(numbered: Iterator[tuple[int, str, bytes | None]], source_file: str
     head: list[tuple[int, str, dict[str, Any] | None, Any]] = []
     framed = False  # seen any B or C in this file
 
-    def flush(lines: list[tuple[int, str, dict[str, Any] | None, Any]], commit_lsn: int | None) -> Iterator[Any]:
+    def flush(
+        lines: list[tuple[int, str, dict[str, Any] | None, Any]], commit_lsn: int | None
+    ) -> Iterator[Any]:
         pos = 0
         for ln, raw, rec, problem in lines:
             if problem is not None:
@@ -370,7 +378,9 @@ def _read_v2(numbered: Iterator[tuple[int, str, bytes | None]], source_file: str
         action = rec["action"] if rec is not None else None
         if action == "B":
             if txn is not None:
-                yield from _incomplete(txn, f"begun at line {txn[0][0]} has no commit before the next begin at line {n}")
+                yield from _incomplete(
+                    txn, f"begun at line {txn[0][0]} has no commit before the next begin at line {n}"
+                )
             yield from _outside(head, framed)
             head, framed = [], True
             txn, begin = [(n, text, rec, None)], rec  # type: ignore[assignment]
@@ -382,8 +392,9 @@ def _read_v2(numbered: Iterator[tuple[int, str, bytes | None]], source_file: str
                 txn = None
             elif not framed:  # the end of a transaction begun in an earlier file
                 commit = (rec or {}).get("nextlsn")
-                yield from _fragment("head", head + [(n, text, rec, None)], parse_lsn(commit) if commit else None,
-                                     source_file)
+                yield from _fragment(
+                    "head", head + [(n, text, rec, None)], parse_lsn(commit) if commit else None, source_file
+                )
                 head = []
             else:
                 yield from _incomplete(head + [(n, text, rec, None)], f"commit at line {n} has no begin")
@@ -435,7 +446,10 @@ def _incomplete(lines: list[tuple[int, str, dict[str, Any] | None, Any]], why: s
 
 
 def _fragment(
-    role: str, lines: list[tuple[int, str, dict[str, Any] | None, Any]], commit_lsn: int | None, source_file: str
+    role: str,
+    lines: list[tuple[int, str, dict[str, Any] | None, Any]],
+    commit_lsn: int | None,
+    source_file: str,
 ) -> Iterator[Any]:
     pos = 0
     for ln, raw, rec, problem in lines:

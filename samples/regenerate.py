@@ -23,6 +23,7 @@ lines must give the same result as the clean capture:
 
 xid, lsn and timestamps change on every run; everything else is deterministic.
 """
+
 from __future__ import annotations
 
 import json
@@ -52,8 +53,11 @@ def dirty_lines(v2: list[str]) -> tuple[list[str | bytes], list[int]]:
     records = [_record(line) for line in v2]
 
     def first(action: str, table: str | None = None) -> int:
-        return next(i for i, r in enumerate(records)
-                    if r["action"] == action and (table is None or r.get("table") == table))
+        return next(
+            i
+            for i, r in enumerate(records)
+            if r["action"] == action and (table is None or r.get("table") == table)
+        )
 
     first_insert, first_update = first("I"), first("U")
     order_insert, first_message = first("I", "orders"), first("M")
@@ -81,18 +85,30 @@ def dirty_lines(v2: list[str]) -> tuple[list[str | bytes], list[int]]:
 
 
 def expected_tables(db: PgDatabase) -> dict[str, list[dict[str, str | None]]]:
-    tables = db.query("SELECT table_schema, table_name FROM information_schema.tables"
-                      " WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1, 2")
+    tables = db.query(
+        "SELECT table_schema, table_name FROM information_schema.tables"
+        " WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1, 2"
+    )
     result: dict[str, list[dict[str, str | None]]] = {}
     for schema, table in tables:
         qualified = f'"{schema}"."{table}"'
-        columns = [row[0] for row in db.query(
-            "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = %s"
-            " ORDER BY ordinal_position", (schema, table))]
-        pk = [row[0] for row in db.query(
-            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid"
-            " AND a.attnum = ANY (i.indkey) WHERE i.indrelid = %s::regclass AND i.indisprimary"
-            " ORDER BY array_position(i.indkey::int2[], a.attnum)", (qualified,))]
+        columns = [
+            row[0]
+            for row in db.query(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = %s"
+                " ORDER BY ordinal_position",
+                (schema, table),
+            )
+        ]
+        pk = [
+            row[0]
+            for row in db.query(
+                "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid"
+                " AND a.attnum = ANY (i.indkey) WHERE i.indrelid = %s::regclass AND i.indisprimary"
+                " ORDER BY array_position(i.indkey::int2[], a.attnum)",
+                (qualified,),
+            )
+        ]
         select = ", ".join(f'"{c}"::text' for c in columns)
         order = ", ".join(f't."{c}"' for c in pk)  # t.: the input column, not the ::text output column
         rows = db.query(f"SELECT {select} FROM {qualified} AS t ORDER BY {order}")
@@ -107,8 +123,13 @@ def check(v1: list[str], v2: list[str]) -> None:
     assert {"B", "I", "U", "D", "T", "M", "C"} <= set(actions), actions
     pairs = zip(actions, actions[1:], strict=False)
     assert any(a == "B" and b == "C" for a, b in pairs), "no empty (DDL) transaction"
-    toast_update = [r for r in records if r["action"] == "U" and r["table"] == "customers"
-                    and {"name": "id", "type": "bigint", "value": 7} in r["columns"]]
+    toast_update = [
+        r
+        for r in records
+        if r["action"] == "U"
+        and r["table"] == "customers"
+        and {"name": "id", "type": "bigint", "value": 7} in r["columns"]
+    ]
     assert toast_update and all(c["name"] != "notes" for c in toast_update[0]["columns"]), "notes not omitted"
     assert len(v1) == actions.count("B"), "format 1 should have one line per transaction"
 

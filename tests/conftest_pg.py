@@ -12,6 +12,7 @@ In tests/conftest.py::
 If PostgreSQL or wal2json is missing the fixtures fail with a clear message; set
 ``PGHARNESS_SKIP_MISSING=1`` to skip the tests that need them instead.
 """
+
 from __future__ import annotations
 
 import os

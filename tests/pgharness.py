@@ -8,6 +8,7 @@ everything on exit, also on failure.  ``pg.execute/query/capture/...`` work on t
 ``SESSION_SETTINGS`` (ISO dates, UTC, hex bytea; wal2json spec section 5.4), so values are deterministic.
 Needs psycopg 3 (``pip install "psycopg[binary]>=3.1"``), imported lazily.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,14 +28,29 @@ if TYPE_CHECKING:
     import psycopg
 
 DEFAULT_BINDIR = Path("/usr/lib/postgresql/15/bin")
-SESSION_SETTINGS: dict[str, str] = {"DateStyle": "ISO", "TimeZone": "UTC", "extra_float_digits": "1",
-                                    "bytea_output": "hex", "IntervalStyle": "postgres"}
+SESSION_SETTINGS: dict[str, str] = {
+    "DateStyle": "ISO",
+    "TimeZone": "UTC",
+    "extra_float_digits": "1",
+    "bytea_output": "hex",
+    "IntervalStyle": "postgres",
+}
 #: Sent with every capture unless ``defaults=False``; format 2 also gets ``V2_DEFAULT_OPTIONS``.
-DEFAULT_CAPTURE_OPTIONS: dict[str, str] = {"include-xids": "1", "include-timestamp": "1", "include-lsn": "1",
-                                           "include-pk": "1", "include-types": "1"}
+DEFAULT_CAPTURE_OPTIONS: dict[str, str] = {
+    "include-xids": "1",
+    "include-timestamp": "1",
+    "include-lsn": "1",
+    "include-pk": "1",
+    "include-types": "1",
+}
 V2_DEFAULT_OPTIONS: dict[str, str] = {"include-transaction": "1"}
-SERVER_SETTINGS: dict[str, str] = {"wal_level": "logical", "max_replication_slots": "10",
-                                   "max_wal_senders": "10", "fsync": "off", "listen_addresses": "127.0.0.1"}
+SERVER_SETTINGS: dict[str, str] = {
+    "wal_level": "logical",
+    "max_replication_slots": "10",
+    "max_wal_senders": "10",
+    "fsync": "off",
+    "listen_addresses": "127.0.0.1",
+}
 _DOLLAR = re.compile(r"\$(?:[A-Za-z_][A-Za-z_0-9]*)?\$")
 
 
@@ -85,7 +101,7 @@ def split_sql(script: str) -> list[str]:
                 depth += script.startswith("/*", i) - script.startswith("*/", i)
                 i += 2 if step else 1
         elif c in "'\"":
-            escapes = c == "'" and script[i - 1:i] in ("e", "E") and not script[i - 2:i - 1].isalnum()
+            escapes = c == "'" and script[i - 1 : i] in ("e", "E") and not script[i - 2 : i - 1].isalnum()
             i += 1
             while i < n and script[i] != c:
                 i += 2 if escapes and script[i] == "\\" else 1
@@ -163,12 +179,15 @@ class PgDatabase:
     def drop_slot(self, slot: str) -> None:
         self.query("SELECT pg_drop_replication_slot(%s)", (slot,))
 
-    def capture(self, slot: str, fmt: int = 2, *, defaults: bool = True, consume: bool = False,
-                **options: object) -> list[str]:
+    def capture(
+        self, slot: str, fmt: int = 2, *, defaults: bool = True, consume: bool = False, **options: object
+    ) -> list[str]:
         """``data`` rows of pg_logical_slot_peek_changes (get_changes if consume); see capture_options."""
         func = "pg_logical_slot_get_changes" if consume else "pg_logical_slot_peek_changes"
-        rows = self.query(f"SELECT data FROM {func}(%s, NULL, NULL, VARIADIC %s::text[])",
-                          (slot, capture_options(fmt, defaults, **options)))
+        rows = self.query(
+            f"SELECT data FROM {func}(%s, NULL, NULL, VARIADIC %s::text[])",
+            (slot, capture_options(fmt, defaults, **options)),
+        )
         return [str(row[0]) for row in rows]
 
 
@@ -188,8 +207,9 @@ class PgServer(PgDatabase):
         self.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     @property
@@ -210,8 +230,11 @@ class PgServer(PgDatabase):
 
     def drop_database(self, dbname: str) -> None:
         """Drop a database with its inactive replication slots (they would block DROP) and sessions."""
-        self.query("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
-                   " WHERE database = %s AND NOT active", (dbname,))
+        self.query(
+            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
+            " WHERE database = %s AND NOT active",
+            (dbname,),
+        )
         self.execute(f"DROP DATABASE IF EXISTS {_ident(dbname)} WITH (FORCE)")
 
     def start(self) -> None:
@@ -225,21 +248,47 @@ class PgServer(PgDatabase):
                 user = pwd.getpwnam("postgres")
                 for path in (self.root, self.root / "sock"):
                     os.chown(path, user.pw_uid, user.pw_gid)
-            self._run("initdb", "-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8",
-                      "--locale=C", "--no-sync")
+            self._run(
+                "initdb",
+                "-D",
+                str(self.data),
+                "-U",
+                "postgres",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            )
             for attempt in range(3):  # the free port can be taken before the server binds it
                 self.port = free_port()
-                settings = {**SERVER_SETTINGS, "port": str(self.port),
-                            "unix_socket_directories": str(self.root / "sock")}
+                settings = {
+                    **SERVER_SETTINGS,
+                    "port": str(self.port),
+                    "unix_socket_directories": str(self.root / "sock"),
+                }
                 with open(self.data / "postgresql.conf", "a", encoding="utf-8") as conf:
                     conf.write("".join(f"{k} = '{v}'\n" for k, v in settings.items()))
-                done = self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60",
-                                 "start", check=False)
+                done = self._run(
+                    "pg_ctl",
+                    "-D",
+                    str(self.data),
+                    "-l",
+                    str(self.log),
+                    "-w",
+                    "-t",
+                    "60",
+                    "start",
+                    check=False,
+                )
                 if done.returncode == 0:
                     break
                 if attempt == 2 or "already in use" not in self._log_tail():
-                    raise PgHarnessError(f"pg_ctl start failed:\n{done.stdout}{done.stderr}\n"
-                                         f"server log ({self.log}):\n{self._log_tail()}")
+                    raise PgHarnessError(
+                        f"pg_ctl start failed:\n{done.stdout}{done.stderr}\n"
+                        f"server log ({self.log}):\n{self._log_tail()}"
+                    )
         except BaseException:
             self.stop()
             raise
@@ -261,17 +310,24 @@ class PgServer(PgDatabase):
 
     def _check_prerequisites(self) -> None:
         if not (self.bindir / "initdb").exists() or not (self.bindir / "pg_ctl").exists():
-            raise PgHarnessError(f"PostgreSQL server binaries not found: expected {self.bindir}/initdb and "
-                                 f"{self.bindir}/pg_ctl; install the Debian package "
-                                 f"postgresql-{self.bindir.parent.name}")
+            raise PgHarnessError(
+                f"PostgreSQL server binaries not found: expected {self.bindir}/initdb and "
+                f"{self.bindir}/pg_ctl; install the Debian package "
+                f"postgresql-{self.bindir.parent.name}"
+            )
         libdir = _pg_config(self.bindir, "--pkglibdir") or self.bindir.parent / "lib"
         if not (libdir / "wal2json.so").exists():
-            raise PgHarnessError(f"wal2json is not installed: expected {libdir / 'wal2json.so'}; install the "
-                                 f"Debian package postgresql-{self.bindir.parent.name}-wal2json")
-        if self._as_postgres and ("postgres" not in {u.pw_name for u in pwd.getpwall()}
-                                  or shutil.which("runuser") is None):
-            raise PgHarnessError("running as root needs the OS user 'postgres' and runuser (util-linux): "
-                                 "initdb and postgres refuse to run as root")
+            raise PgHarnessError(
+                f"wal2json is not installed: expected {libdir / 'wal2json.so'}; install the "
+                f"Debian package postgresql-{self.bindir.parent.name}-wal2json"
+            )
+        if self._as_postgres and (
+            "postgres" not in {u.pw_name for u in pwd.getpwall()} or shutil.which("runuser") is None
+        ):
+            raise PgHarnessError(
+                "running as root needs the OS user 'postgres' and runuser (util-linux): "
+                "initdb and postgres refuse to run as root"
+            )
 
     def _tmp_parent(self) -> str:
         """The temp parent; as root it must be traversable by 'postgres' (a private TMPDIR is not)."""
@@ -285,11 +341,13 @@ class PgServer(PgDatabase):
         if self._as_postgres:
             cmd = ["runuser", "-u", "postgres", "--", *cmd]
         env = {k: v for k, v in os.environ.items() if not k.startswith("PG")} | {"LC_ALL": "C"}
-        done = subprocess.run(cmd, cwd=self.root, env=env, capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            cmd, cwd=self.root, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL
+        )
         if check and done.returncode != 0:
-            raise PgHarnessError(f"{tool} failed with exit code {done.returncode}: {' '.join(cmd)}\n"
-                                 f"{done.stdout}{done.stderr}")
+            raise PgHarnessError(
+                f"{tool} failed with exit code {done.returncode}: {' '.join(cmd)}\n{done.stdout}{done.stderr}"
+            )
         return done
 
     def _log_tail(self, lines: int = 30) -> str:

@@ -74,9 +74,13 @@ def captured(pg_server: PgServer, tmp_path_factory: pytest.TempPathFactory) -> d
 
 
 def _table_text(db: PgDatabase, table: str) -> dict[str, dict[str, str | None]]:
-    cols = [r[0] for r in db.query(
-        "SELECT column_name FROM information_schema.columns WHERE table_name = %s ORDER BY ordinal_position",
-        (table,))]
+    cols = [
+        r[0]
+        for r in db.query(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = %s ORDER BY ordinal_position",
+            (table,),
+        )
+    ]
     rows = db.query(f"SELECT {', '.join(f'{c}::text' for c in cols)} FROM {table}")
     return {r[0]: dict(zip(cols, r, strict=True)) for r in rows}
 
@@ -87,16 +91,25 @@ def _bronze(spark: SparkSession, lake: Path) -> list[dict[str, Any]]:
 
 
 def _identity(e: dict[str, Any]) -> tuple[Any, ...]:
-    return (e["table"], e["operation"], e["commit_lsn"], e["position"], e["column_names"], e["column_values"],
-            e["old_key_names"], e["old_key_values"])
+    return (
+        e["table"],
+        e["operation"],
+        e["commit_lsn"],
+        e["position"],
+        e["column_names"],
+        e["column_values"],
+        e["old_key_names"],
+        e["old_key_values"],
+    )
 
 
 def _data_records(rows: list[str]) -> list[dict[str, Any]]:
     return [r for r in map(json.loads, rows) if r["action"] in "IUDT"]
 
 
-def test_every_event_once_in_bronze_in_commit_order(spark: SparkSession, captured: dict[str, Any],
-                                                    tmp_path: Path) -> None:
+def test_every_event_once_in_bronze_in_commit_order(
+    spark: SparkSession, captured: dict[str, Any], tmp_path: Path
+) -> None:
     summary = ingest(spark, [str(captured["dir"] / "v2.json")], str(tmp_path), "wal2json-v2")
     records = _data_records(captured["v2"])
     bronze = _bronze(spark, tmp_path)
@@ -104,7 +117,8 @@ def test_every_event_once_in_bronze_in_commit_order(spark: SparkSession, capture
     assert summary.quarantined == 0 and summary.messages == 1
     # file order is commit order: bronze ordered by (commit_lsn, position) replays the stream exactly
     assert [(e["table"].split(".")[1], e["operation"][0].upper()) for e in bronze] == [
-        (r["table"], r["action"]) for r in records]
+        (r["table"], r["action"]) for r in records
+    ]
     keys = [(e["commit_lsn"], e["position"]) for e in bronze]
     assert len(set(keys)) == len(keys)
     commits = [parse_lsn(r["nextlsn"]) for r in map(json.loads, captured["v2"]) if r["action"] == "C"]
@@ -114,8 +128,9 @@ def test_every_event_once_in_bronze_in_commit_order(spark: SparkSession, capture
     assert [e["position"] for e in pairs] == [0, 1, 2, 3]
 
 
-def test_v1_and_v2_give_the_same_events_and_order(spark: SparkSession, captured: dict[str, Any],
-                                                  tmp_path: Path) -> None:
+def test_v1_and_v2_give_the_same_events_and_order(
+    spark: SparkSession, captured: dict[str, Any], tmp_path: Path
+) -> None:
     ingest(spark, [str(captured["dir"] / "v2.json")], str(tmp_path / "a"), "wal2json-v2")
     ingest(spark, [str(captured["dir"] / "v1.json")], str(tmp_path / "b"), "wal2json-v1")
     v2 = [_identity(e) for e in _bronze(spark, tmp_path / "a") if e["operation"] != "truncate"]
@@ -123,14 +138,15 @@ def test_v1_and_v2_give_the_same_events_and_order(spark: SparkSession, captured:
     assert v1 == v2  # format 1 cannot show the truncate (spec 2.6); everything else is identical
 
 
-def test_replay_and_overlapping_files_add_nothing(spark: SparkSession, captured: dict[str, Any],
-                                                  tmp_path: Path) -> None:
+def test_replay_and_overlapping_files_add_nothing(
+    spark: SparkSession, captured: dict[str, Any], tmp_path: Path
+) -> None:
     whole = str(captured["dir"] / "v2.json")
     rows = captured["v2"]
     commits = [i for i, r in enumerate(rows) if json.loads(r)["action"] == "C"]
     first, second = tmp_path / "first.json", tmp_path / "second.json"
     write_lines(first, rows[: commits[len(commits) * 2 // 3] + 1])  # overlapping at transaction borders
-    write_lines(second, rows[commits[len(commits) // 3] + 1:])
+    write_lines(second, rows[commits[len(commits) // 3] + 1 :])
     lake = tmp_path / "lake"
     ingest(spark, [str(first), str(second)], str(lake), "wal2json-v2")
     once = _bronze(spark, lake)
@@ -145,7 +161,9 @@ def test_values_come_through_exact(spark: SparkSession, captured: dict[str, Any]
     inserts: dict[str, dict[str, str | None]] = {}
     for e in _bronze(spark, tmp_path):
         if e["table"] == "public.vals" and e["operation"] == "insert":  # first insert of each id
-            inserts.setdefault(e["column_values"][0], dict(zip(e["column_names"], e["column_values"], strict=True)))
+            inserts.setdefault(
+                e["column_values"][0], dict(zip(e["column_names"], e["column_values"], strict=True))
+            )
     pg = captured["vals"]["1"]
     got = inserts["1"]
     for col in ("n", "n60", "i8", "arr", "tarr", "j", "jb", "big", "ts", "u", "flag"):  # note changes later
@@ -158,13 +176,19 @@ def test_values_come_through_exact(spark: SparkSession, captured: dict[str, Any]
     assert inserts["3"]["f8"] == "1e+300" and inserts["3"]["n"] == "0.000001"
     assert inserts["3"]["note"] == "ünï ☃ 🚀"
     # the update that left the TOASTed column alone does not carry it (absent, not NULL)
-    toast = next(e for e in _bronze(spark, tmp_path)
-                 if e["operation"] == "update" and e["table"] == "public.vals" and "toast untouched" in e["column_values"])
+    toast = next(
+        e
+        for e in _bronze(spark, tmp_path)
+        if e["operation"] == "update"
+        and e["table"] == "public.vals"
+        and "toast untouched" in e["column_values"]
+    )
     assert "big" not in toast["column_names"]
 
 
-def test_dirty_file_quarantines_every_bad_line_and_applies_every_good_one(spark: SparkSession,
-                                                                          tmp_path: Path) -> None:
+def test_dirty_file_quarantines_every_bad_line_and_applies_every_good_one(
+    spark: SparkSession, tmp_path: Path
+) -> None:
     dirty, clean = SAMPLES / "dirty/0001.json", SAMPLES / "wal2json-v2/0001.json"
     summary = ingest(spark, [str(dirty)], str(tmp_path / "dirty"), "wal2json-v2")
     ingest(spark, [str(clean)], str(tmp_path / "clean"), "wal2json-v2")
@@ -190,8 +214,11 @@ def test_transaction_cut_between_files_is_stitched_and_a_truncated_end_is_not_ap
     spark: SparkSession, captured: dict[str, Any], tmp_path: Path
 ) -> None:
     rows = captured["v2"]
-    begin = next(i for i, r in enumerate(rows) if json.loads(r)["action"] == "B" and
-                 json.loads(rows[i + 3])["action"] in "IU")  # a transaction with several changes
+    begin = next(
+        i
+        for i, r in enumerate(rows)
+        if json.loads(r)["action"] == "B" and json.loads(rows[i + 3])["action"] in "IU"
+    )  # a transaction with several changes
     cut = begin + 2
     head, tail = tmp_path / "0001.json", tmp_path / "0002.json"
     write_lines(head, rows[:cut])
@@ -204,14 +231,19 @@ def test_transaction_cut_between_files_is_stitched_and_a_truncated_end_is_not_ap
     assert len(_bronze(spark, lake)) == len(_data_records(rows[:begin]))  # nothing of it applied
     ingest(spark, [str(head), str(tail)], str(lake), "wal2json-v2")  # the rest arrives; replay the cut file
     ingest(spark, [str(captured["dir"] / "v2.json")], str(tmp_path / "whole"), "wal2json-v2")
-    assert [_identity(e) for e in _bronze(spark, lake)] == [_identity(e) for e in _bronze(spark, tmp_path / "whole")]
+    assert [_identity(e) for e in _bronze(spark, lake)] == [
+        _identity(e) for e in _bronze(spark, tmp_path / "whole")
+    ]
 
 
-def test_bronze_is_append_only_with_change_data_feed(spark: SparkSession, captured: dict[str, Any],
-                                                     tmp_path: Path) -> None:
+def test_bronze_is_append_only_with_change_data_feed(
+    spark: SparkSession, captured: dict[str, Any], tmp_path: Path
+) -> None:
     ingest(spark, [str(captured["dir"] / "v2.json")], str(tmp_path), "wal2json-v2")
-    props = {r["key"]: r["value"] for r in spark.sql(
-        f"SHOW TBLPROPERTIES delta.`{tmp_path / 'bronze/change_events'}`").collect()}
+    props = {
+        r["key"]: r["value"]
+        for r in spark.sql(f"SHOW TBLPROPERTIES delta.`{tmp_path / 'bronze/change_events'}`").collect()
+    }
     assert props["delta.appendOnly"] == "true" and props["delta.enableChangeDataFeed"] == "true"
     with pytest.raises(Exception, match="(?i)append"):
         spark.sql(f"DELETE FROM delta.`{tmp_path / 'bronze/change_events'}`")

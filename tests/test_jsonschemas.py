@@ -17,6 +17,7 @@ The mutation tests pin the ``name`` / ``path`` / ``rule`` attributes of
 ``fastjsonschema.JsonSchemaValueException`` that the resolver uses to format
 quarantine reasons.
 """
+
 from __future__ import annotations
 
 import copy
@@ -54,18 +55,36 @@ def loads(text: str):
 
 # (vector name, output index, row index) -> why the row is not valid JSON.
 KNOWN_INVALID_JSON = {
-    ("local_A_transaction_metadata_options", 0, 1):
-        "wal2json 2.5 bug: non-transactional message after a multi-change transaction -> '[,' (spec 2.4)",
-    ("local_A_transaction_metadata_options", 1, 6):
-        "wal2json 2.5 bug: non-transactional message after a multi-change transaction -> '[,' (spec 2.4)",
-    ("local_A_transaction_metadata_options", 2, 1):
-        "wal2json 2.5 bug: non-transactional message after a multi-change transaction -> '[,' (spec 2.4)",
-    ("local_A_transaction_metadata_options", 3, 1):
-        "wal2json 2.5 bug: non-transactional message after a multi-change transaction -> '[,' (spec 2.4)",
-    ("local_D_invalid_json_and_lossy_edge_cases", 0, 1):
-        "v2: unescaped schema-qualified quoted type name + include-default with '\"' (spec 5.2, 2.2)",
-    ("local_D_invalid_json_and_lossy_edge_cases", 1, 0):
-        "v1: unescaped schema-qualified quoted type name + include-default with '\"' (spec 5.2, 2.2)",
+    (
+        "local_A_transaction_metadata_options",
+        0,
+        1,
+    ): "wal2json 2.5 bug: non-transactional message after a multi-change transaction -> '[,' (spec 2.4)",
+    (
+        "local_A_transaction_metadata_options",
+        1,
+        6,
+    ): "wal2json 2.5 bug: non-transactional message after a multi-change transaction -> '[,' (spec 2.4)",
+    (
+        "local_A_transaction_metadata_options",
+        2,
+        1,
+    ): "wal2json 2.5 bug: non-transactional message after a multi-change transaction -> '[,' (spec 2.4)",
+    (
+        "local_A_transaction_metadata_options",
+        3,
+        1,
+    ): "wal2json 2.5 bug: non-transactional message after a multi-change transaction -> '[,' (spec 2.4)",
+    (
+        "local_D_invalid_json_and_lossy_edge_cases",
+        0,
+        1,
+    ): "v2: unescaped schema-qualified quoted type name + include-default with '\"' (spec 5.2, 2.2)",
+    (
+        "local_D_invalid_json_and_lossy_edge_cases",
+        1,
+        0,
+    ): "v1: unescaped schema-qualified quoted type name + include-default with '\"' (spec 5.2, 2.2)",
 }
 
 _CALL_OPT_RE = re.compile(r"'([a-z-]+)'\s*,\s*'([^']*)'")
@@ -88,11 +107,11 @@ def _truthy(value: str | None) -> bool:
 
 def _collect():
     """Walk index.json once and sort every row into the buckets below."""
-    v2_rows = []          # (id, text)
-    v1_objects = []       # (id, text) complete transaction objects
-    v1_chunked = []       # (id, reassembled text) from write-in-chunks fragments
-    invalid = {}          # key -> text of rows that fail json.loads
-    fragments = []        # ids of rows consumed by chunk reassembly
+    v2_rows = []  # (id, text)
+    v1_objects = []  # (id, text) complete transaction objects
+    v1_chunked = []  # (id, reassembled text) from write-in-chunks fragments
+    invalid = {}  # key -> text of rows that fail json.loads
+    fragments = []  # ids of rows consumed by chunk reassembly
 
     with open(INDEX_JSON, encoding="utf-8") as fh:
         vectors = json.load(fh)
@@ -114,8 +133,9 @@ def _collect():
                         buffer.append((row_idx, text))
                         if compact == "]}":
                             first = buffer[0][0]
-                            v1_chunked.append((f"{name}#{out_idx}.{first}-{row_idx}",
-                                               "".join(t for _, t in buffer)))
+                            v1_chunked.append(
+                                (f"{name}#{out_idx}.{first}-{row_idx}", "".join(t for _, t in buffer))
+                            )
                             fragments.extend(f"{name}#{out_idx}.{i}" for i, _ in buffer)
                             buffer = None
                         continue
@@ -153,6 +173,7 @@ def _params(rows):
 # --------------------------------------------------------------------------------------
 # Real vectors validate
 # --------------------------------------------------------------------------------------
+
 
 @needs_vectors
 @pytest.mark.parametrize("text", _params(V2_ROWS))
@@ -207,16 +228,29 @@ def test_vectors_include_decimal_values():
 # Decimal / scalar handling
 # --------------------------------------------------------------------------------------
 
+
 def test_decimal_is_accepted_as_number():
-    rec = loads('{"action":"I","table":"t","columns":['
-                '{"name":"n","type":"numeric","value":12345678901234567890.000000001},'
-                '{"name":"f","type":"double precision","value":1e+300},'
-                '{"name":"s","type":"numeric(5,2)","value":1.50}]}')
+    rec = loads(
+        '{"action":"I","table":"t","columns":['
+        '{"name":"n","type":"numeric","value":12345678901234567890.000000001},'
+        '{"name":"f","type":"double precision","value":1e+300},'
+        '{"name":"s","type":"numeric(5,2)","value":1.50}]}'
+    )
     assert isinstance(rec["columns"][0]["value"], decimal.Decimal)
     assert rec["columns"][2]["value"] == decimal.Decimal("1.50")
     VALIDATE_V2(rec)
-    VALIDATE_V1({"change": [{"kind": "insert", "table": "t", "columnnames": ["n"],
-                             "columnvalues": [decimal.Decimal("3.540")]}]})
+    VALIDATE_V1(
+        {
+            "change": [
+                {
+                    "kind": "insert",
+                    "table": "t",
+                    "columnnames": ["n"],
+                    "columnvalues": [decimal.Decimal("3.540")],
+                }
+            ]
+        }
+    )
 
 
 def test_decimal_is_not_an_integer():
@@ -237,37 +271,102 @@ def test_bool_is_not_an_integer():
 # --------------------------------------------------------------------------------------
 
 # Base records copied from the vectors (local_A outputs 4/5, local_C, 18_include_pk).
-V2_BEGIN = {"action": "B", "xid": 1224, "timestamp": "2026-11-21 16:03:14.746799+00", "origin": 0,
-            "lsn": "0/32671D8", "nextlsn": "0/3267208"}
-V2_INSERT = {"action": "I", "xid": 1224, "timestamp": "2026-11-21 16:03:14.746799+00", "origin": 0,
-             "lsn": "0/3267030", "schema": "public", "table": "opt_t",
-             "columns": [{"name": "id", "type": "integer", "typeoid": 23, "value": 1, "optional": False,
-                          "position": 1, "default": None},
-                         {"name": "v", "type": "text", "typeoid": 25, "value": "a", "optional": False,
-                          "position": 2, "default": None}],
-             "pk": [{"name": "id", "type": "integer", "typeoid": 23}]}
-V2_UPDATE = {"action": "U", "schema": "public", "table": "opt_t",
-             "columns": [{"name": "id", "type": "integer", "value": 1},
-                         {"name": "v", "type": "text", "value": "b"}],
-             "identity": [{"name": "id", "type": "integer", "value": 1}]}
-V2_DELETE = {"action": "D", "schema": "public", "table": "opt_t",
-             "identity": [{"name": "id", "type": "integer", "value": 1}]}
+V2_BEGIN = {
+    "action": "B",
+    "xid": 1224,
+    "timestamp": "2026-11-21 16:03:14.746799+00",
+    "origin": 0,
+    "lsn": "0/32671D8",
+    "nextlsn": "0/3267208",
+}
+V2_INSERT = {
+    "action": "I",
+    "xid": 1224,
+    "timestamp": "2026-11-21 16:03:14.746799+00",
+    "origin": 0,
+    "lsn": "0/3267030",
+    "schema": "public",
+    "table": "opt_t",
+    "columns": [
+        {
+            "name": "id",
+            "type": "integer",
+            "typeoid": 23,
+            "value": 1,
+            "optional": False,
+            "position": 1,
+            "default": None,
+        },
+        {
+            "name": "v",
+            "type": "text",
+            "typeoid": 25,
+            "value": "a",
+            "optional": False,
+            "position": 2,
+            "default": None,
+        },
+    ],
+    "pk": [{"name": "id", "type": "integer", "typeoid": 23}],
+}
+V2_UPDATE = {
+    "action": "U",
+    "schema": "public",
+    "table": "opt_t",
+    "columns": [{"name": "id", "type": "integer", "value": 1}, {"name": "v", "type": "text", "value": "b"}],
+    "identity": [{"name": "id", "type": "integer", "value": 1}],
+}
+V2_DELETE = {
+    "action": "D",
+    "schema": "public",
+    "table": "opt_t",
+    "identity": [{"name": "id", "type": "integer", "value": 1}],
+}
 V2_TRUNCATE = {"action": "T", "xid": 1225, "lsn": "0/3267DA8", "schema": "public", "table": "opt_t"}
-V2_MESSAGE_NONTX = {"action": "M", "xid": None, "timestamp": None, "origin": None, "lsn": "0/3267250",
-                    "transactional": False, "prefix": "pfx", "content": "non-tx message"}
+V2_MESSAGE_NONTX = {
+    "action": "M",
+    "xid": None,
+    "timestamp": None,
+    "origin": None,
+    "lsn": "0/3267250",
+    "transactional": False,
+    "prefix": "pfx",
+    "content": "non-tx message",
+}
 
-V1_TXN = {"xid": 1224, "nextlsn": "0/3267208", "timestamp": "2026-11-21 16:03:14.746799+00", "origin": 0,
-          "change": [
-              {"kind": "insert", "schema": "public", "table": "opt_t", "columnnames": ["id", "v", "w"],
-               "columntypes": ["integer", "text", "integer"], "columnvalues": [1, "a", None],
-               "pk": {"pknames": ["id"], "pktypes": ["integer"]}},
-              {"kind": "update", "schema": "public", "table": "opt_t", "columnnames": ["id", "v", "w"],
-               "columntypes": ["integer", "text", "integer"], "columnvalues": [1, "b", None],
-               "oldkeys": {"keynames": ["id"], "keytypes": ["integer"], "keyvalues": [1]}},
-              {"kind": "message", "transactional": True, "prefix": "pfx", "content": "tx message"},
-              {"kind": "delete", "schema": "public", "table": "opt_t",
-               "oldkeys": {"keynames": ["id"], "keytypes": ["integer"], "keyvalues": [1]}},
-          ]}
+V1_TXN = {
+    "xid": 1224,
+    "nextlsn": "0/3267208",
+    "timestamp": "2026-11-21 16:03:14.746799+00",
+    "origin": 0,
+    "change": [
+        {
+            "kind": "insert",
+            "schema": "public",
+            "table": "opt_t",
+            "columnnames": ["id", "v", "w"],
+            "columntypes": ["integer", "text", "integer"],
+            "columnvalues": [1, "a", None],
+            "pk": {"pknames": ["id"], "pktypes": ["integer"]},
+        },
+        {
+            "kind": "update",
+            "schema": "public",
+            "table": "opt_t",
+            "columnnames": ["id", "v", "w"],
+            "columntypes": ["integer", "text", "integer"],
+            "columnvalues": [1, "b", None],
+            "oldkeys": {"keynames": ["id"], "keytypes": ["integer"], "keyvalues": [1]},
+        },
+        {"kind": "message", "transactional": True, "prefix": "pfx", "content": "tx message"},
+        {
+            "kind": "delete",
+            "schema": "public",
+            "table": "opt_t",
+            "oldkeys": {"keynames": ["id"], "keytypes": ["integer"], "keyvalues": [1]},
+        },
+    ],
+}
 
 
 def test_base_records_are_valid():
@@ -288,6 +387,7 @@ def _set(path, value):
         for key in path[:-1]:
             target = target[key]
         target[path[-1]] = value
+
     return fn
 
 
@@ -297,6 +397,7 @@ def _del(path):
         for key in path[:-1]:
             target = target[key]
         del target[path[-1]]
+
     return fn
 
 
@@ -313,7 +414,13 @@ V2_MUTATIONS = [
     ("I-value-object", V2_INSERT, _set(["columns", 0, "value"], {"a": 1}), "data.columns[0].value", "type"),
     ("I-value-array", V2_INSERT, _set(["columns", 1, "value"], [1, 2]), "data.columns[1].value", "type"),
     ("I-column-missing-value", V2_INSERT, _del(["columns", 0, "value"]), "data.columns[0]", "required"),
-    ("I-column-typo-key", V2_INSERT, _set(["columns", 0, "vaule"], 1), "data.columns[0]", "additionalProperties"),
+    (
+        "I-column-typo-key",
+        V2_INSERT,
+        _set(["columns", 0, "vaule"], 1),
+        "data.columns[0]",
+        "additionalProperties",
+    ),
     ("I-column-name-number", V2_INSERT, _set(["columns", 0, "name"], 1), "data.columns[0].name", "type"),
     ("I-columns-not-array", V2_INSERT, _set(["columns"], {}), "data.columns", "type"),
     ("I-pk-with-value", V2_INSERT, _set(["pk", 0, "value"], 1), "data.pk[0]", "additionalProperties"),
@@ -323,16 +430,33 @@ V2_MUTATIONS = [
     ("I-xid-string", V2_INSERT, _set(["xid"], "1224"), "data.xid", "type"),
     ("I-xid-negative", V2_INSERT, _set(["xid"], -1), "data.xid", "minimum"),
     ("U-missing-identity", V2_UPDATE, _del(["identity"]), "data", "required"),
-    ("U-identity-value-object", V2_UPDATE, _set(["identity", 0, "value"], {}), "data.identity[0].value", "type"),
-    ("U-identity-extra-key", V2_UPDATE, _set(["identity", 0, "optional"], True), "data.identity[0]",
-     "additionalProperties"),
+    (
+        "U-identity-value-object",
+        V2_UPDATE,
+        _set(["identity", 0, "value"], {}),
+        "data.identity[0].value",
+        "type",
+    ),
+    (
+        "U-identity-extra-key",
+        V2_UPDATE,
+        _set(["identity", 0, "optional"], True),
+        "data.identity[0]",
+        "additionalProperties",
+    ),
     ("D-missing-identity", V2_DELETE, _del(["identity"]), "data", "required"),
     ("D-with-columns", V2_DELETE, _set(["columns"], []), "data", "additionalProperties"),
     ("T-missing-table", V2_TRUNCATE, _del(["table"]), "data", "required"),
     ("B-with-table", V2_BEGIN, _set(["table"], "t"), "data", "additionalProperties"),
     ("B-nextlsn-bad", V2_BEGIN, _set(["nextlsn"], "3267208"), "data.nextlsn", "pattern"),
     ("M-missing-content", V2_MESSAGE_NONTX, _del(["content"]), "data", "required"),
-    ("M-transactional-string", V2_MESSAGE_NONTX, _set(["transactional"], "false"), "data.transactional", "type"),
+    (
+        "M-transactional-string",
+        V2_MESSAGE_NONTX,
+        _set(["transactional"], "false"),
+        "data.transactional",
+        "type",
+    ),
     ("M-with-table", V2_MESSAGE_NONTX, _set(["table"], "t"), "data", "additionalProperties"),
 ]
 
@@ -345,25 +469,78 @@ V1_MUTATIONS = [
     ("change-not-array", V1_TXN, _set(["change"], {}), "data.change", "type"),
     ("nextlsn-bad", V1_TXN, _set(["nextlsn"], "0/32672g8"), "data.nextlsn", "pattern"),
     ("xid-negative", V1_TXN, _set(["xid"], -1), "data.xid", "minimum"),
-    ("insert-missing-columnvalues", V1_TXN, _del(["change", 0, "columnvalues"]), "data.change[0]", "required"),
-    ("insert-with-oldkeys", V1_TXN, _set(["change", 0, "oldkeys"], {"keynames": [], "keyvalues": []}),
-     "data.change[0]", "additionalProperties"),
-    ("insert-typo-key", V1_TXN, _set(["change", 0, "columnname"], ["id"]), "data.change[0]",
-     "additionalProperties"),
-    ("insert-value-object", V1_TXN, _set(["change", 0, "columnvalues", 1], {"a": 1}),
-     "data.change[0].columnvalues[1]", "type"),
-    ("insert-pk-missing-pktypes", V1_TXN, _del(["change", 0, "pk", "pktypes"]), "data.change[0].pk", "required"),
+    (
+        "insert-missing-columnvalues",
+        V1_TXN,
+        _del(["change", 0, "columnvalues"]),
+        "data.change[0]",
+        "required",
+    ),
+    (
+        "insert-with-oldkeys",
+        V1_TXN,
+        _set(["change", 0, "oldkeys"], {"keynames": [], "keyvalues": []}),
+        "data.change[0]",
+        "additionalProperties",
+    ),
+    (
+        "insert-typo-key",
+        V1_TXN,
+        _set(["change", 0, "columnname"], ["id"]),
+        "data.change[0]",
+        "additionalProperties",
+    ),
+    (
+        "insert-value-object",
+        V1_TXN,
+        _set(["change", 0, "columnvalues", 1], {"a": 1}),
+        "data.change[0].columnvalues[1]",
+        "type",
+    ),
+    (
+        "insert-pk-missing-pktypes",
+        V1_TXN,
+        _del(["change", 0, "pk", "pktypes"]),
+        "data.change[0].pk",
+        "required",
+    ),
     ("update-missing-oldkeys", V1_TXN, _del(["change", 1, "oldkeys"]), "data.change[1]", "required"),
-    ("update-keyvalue-array", V1_TXN, _set(["change", 1, "oldkeys", "keyvalues", 0], [1]),
-     "data.change[1].oldkeys.keyvalues[0]", "type"),
-    ("update-oldkeys-typo", V1_TXN, _set(["change", 1, "oldkeys", "keyname"], ["id"]), "data.change[1].oldkeys",
-     "additionalProperties"),
-    ("message-transactional-string", V1_TXN, _set(["change", 2, "transactional"], "true"),
-     "data.change[2].transactional", "type"),
-    ("message-with-table", V1_TXN, _set(["change", 2, "table"], "t"), "data.change[2]", "additionalProperties"),
+    (
+        "update-keyvalue-array",
+        V1_TXN,
+        _set(["change", 1, "oldkeys", "keyvalues", 0], [1]),
+        "data.change[1].oldkeys.keyvalues[0]",
+        "type",
+    ),
+    (
+        "update-oldkeys-typo",
+        V1_TXN,
+        _set(["change", 1, "oldkeys", "keyname"], ["id"]),
+        "data.change[1].oldkeys",
+        "additionalProperties",
+    ),
+    (
+        "message-transactional-string",
+        V1_TXN,
+        _set(["change", 2, "transactional"], "true"),
+        "data.change[2].transactional",
+        "type",
+    ),
+    (
+        "message-with-table",
+        V1_TXN,
+        _set(["change", 2, "table"], "t"),
+        "data.change[2]",
+        "additionalProperties",
+    ),
     ("delete-missing-oldkeys", V1_TXN, _del(["change", 3, "oldkeys"]), "data.change[3]", "required"),
-    ("delete-with-columnvalues", V1_TXN, _set(["change", 3, "columnvalues"], [1]), "data.change[3]",
-     "additionalProperties"),
+    (
+        "delete-with-columnvalues",
+        V1_TXN,
+        _set(["change", 3, "columnvalues"], [1]),
+        "data.change[3]",
+        "additionalProperties",
+    ),
 ]
 
 
@@ -380,14 +557,16 @@ def _check_mutation(validate, base, fn, name, rule):
     assert err.path == _split_name(name)
 
 
-@pytest.mark.parametrize("base, fn, name, rule",
-                         [pytest.param(b, f, n, r, id=i) for i, b, f, n, r in V2_MUTATIONS])
+@pytest.mark.parametrize(
+    "base, fn, name, rule", [pytest.param(b, f, n, r, id=i) for i, b, f, n, r in V2_MUTATIONS]
+)
 def test_v2_mutation_fails(base, fn, name, rule):
     _check_mutation(VALIDATE_V2, base, fn, name, rule)
 
 
-@pytest.mark.parametrize("base, fn, name, rule",
-                         [pytest.param(b, f, n, r, id=i) for i, b, f, n, r in V1_MUTATIONS])
+@pytest.mark.parametrize(
+    "base, fn, name, rule", [pytest.param(b, f, n, r, id=i) for i, b, f, n, r in V1_MUTATIONS]
+)
 def test_v1_mutation_fails(base, fn, name, rule):
     _check_mutation(VALIDATE_V1, base, fn, name, rule)
 

@@ -1,15 +1,13 @@
 """The PostgreSQL + wal2json test harness itself (tests/pgharness.py, tests/conftest_pg.py)."""
+
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.pgharness import PgDatabase, PgServer, capture_options, split_sql, write_lines
-
-
 
 _seen_databases: list[str] = []
 
@@ -27,8 +25,20 @@ def test_split_sql_like_psql() -> None:
 
 
 def test_capture_options() -> None:
-    assert capture_options(1) == ["format-version", "1", "include-xids", "1", "include-timestamp", "1",
-                                  "include-lsn", "1", "include-pk", "1", "include-types", "1"]
+    assert capture_options(1) == [
+        "format-version",
+        "1",
+        "include-xids",
+        "1",
+        "include-timestamp",
+        "1",
+        "include-lsn",
+        "1",
+        "include-pk",
+        "1",
+        "include-types",
+        "1",
+    ]
     v2 = capture_options(2, include_lsn=None, filter_tables="public.x", pretty_print=True)
     assert v2[:2] == ["format-version", "2"] and "include-lsn" not in v2
     assert v2[-6:] == ["include-transaction", "1", "filter-tables", "public.x", "pretty-print", "1"]
@@ -37,11 +47,16 @@ def test_capture_options() -> None:
 @pytest.mark.postgres
 def test_server_is_running(pg_server: PgServer) -> None:
     assert pg_server.port > 0 and f"port={pg_server.port}" in pg_server.dsn
-    settings = dict(pg_server.query("SELECT name, setting FROM pg_settings WHERE name = ANY(%s)",
-                                    (["wal_level", "max_replication_slots", "fsync"],)))
+    settings = dict(
+        pg_server.query(
+            "SELECT name, setting FROM pg_settings WHERE name = ANY(%s)",
+            (["wal_level", "max_replication_slots", "fsync"],),
+        )
+    )
     assert settings == {"wal_level": "logical", "max_replication_slots": "10", "fsync": "off"}
     assert pg_server.query("SELECT current_setting('TimeZone'), current_setting('DateStyle')") == [
-        ("UTC", "ISO, MDY")]
+        ("UTC", "ISO, MDY")
+    ]
 
 
 @pytest.mark.postgres

@@ -34,11 +34,13 @@ def test_quickstart_command_ingests_the_samples(tmp_path: Path) -> None:
     if lake.exists():  # a lake of the developer's own is set aside and put back
         shutil.move(lake, saved)
     try:
-        result = subprocess.run(["bash", "-c", command], cwd=ROOT, capture_output=True, text=True, timeout=600)
+        result = subprocess.run(
+            ["bash", "-c", command], cwd=ROOT, capture_output=True, text=True, timeout=600
+        )
         assert result.returncode == 0, result.stderr[-2000:]
         shown = [ln for ln in _shown_output().splitlines() if not ln.startswith(("elapsed", "resolver:"))]
         printed = [ln for ln in result.stdout.splitlines() if not ln.startswith("elapsed")]
-        assert printed[-len(shown):] == shown  # pip's own output comes first
+        assert printed[-len(shown) :] == shown  # pip's own output comes first
         assert (lake / "bronze/change_events/_delta_log").is_dir()
     finally:
         shutil.rmtree(lake, ignore_errors=True)

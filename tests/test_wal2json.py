@@ -82,7 +82,9 @@ def test_every_v1_vector_transaction_is_read_including_pretty_print_and_chunks()
             if _format_of(output["call"]) is not V1 or not output["rows"]:
                 continue
             items = _read(output["rows"], V1)
-            for q in _quarantined(items):  # only the known invalid-JSON rows (wal2json bugs, spec 2.4 and 5.2)
+            for q in _quarantined(
+                items
+            ):  # only the known invalid-JSON rows (wal2json bugs, spec 2.4 and 5.2)
                 assert not _is_json(q.raw) and "(rule: json-syntax)" in q.reason, (vector["name"], q)
             transactions += sum(i.value for i in items if isinstance(i, Count) and i.name == "transactions")
             for e in _events(items):
@@ -101,7 +103,9 @@ def test_write_in_chunks_transaction_is_reassembled() -> None:
 def test_numbers_keep_their_exact_text_and_specials_arrive_as_null() -> None:
     rows = _output("local_B", 0)  # format 2, include-transaction=0: records without B/C
     events = _events(_read(rows, V2))
-    by_id = {e["column_values"][0]: dict(zip(e["column_names"], e["column_values"], strict=True)) for e in events}
+    by_id = {
+        e["column_values"][0]: dict(zip(e["column_names"], e["column_values"], strict=True)) for e in events
+    }
     assert by_id["1"]["i8"] == "9223372036854775807"
     assert by_id["1"]["num"] == "12345678901234567890.000000001"
     assert by_id["1"]["num52"] == "1.50"  # scale kept, never through a float
@@ -114,7 +118,14 @@ def test_numbers_keep_their_exact_text_and_specials_arrive_as_null() -> None:
 
 def test_v1_and_v2_of_the_same_workload_give_the_same_events_in_the_same_order() -> None:
     def key(e: dict[str, Any]) -> tuple[Any, ...]:
-        return (e["commit_lsn"], e["position"], e["table"], e["operation"], e["column_names"], e["column_values"])
+        return (
+            e["commit_lsn"],
+            e["position"],
+            e["table"],
+            e["operation"],
+            e["column_names"],
+            e["column_values"],
+        )
 
     v2 = sorted(map(key, _events(_read(_output("local_E", 0), V2))), key=lambda k: (k[0], k[1]))
     v1 = sorted(map(key, _events(_read(_output("local_E", 1), V1))), key=lambda k: (k[0], k[1]))
@@ -127,15 +138,20 @@ def test_key_change_update_carries_old_key_and_new_values() -> None:
     items = _read(_output("15_type_oids", 1), V2)
     updates = [e for e in _events(items) if e["operation"] == "update"]
     assert updates, "vector 15 has a primary-key update"
-    moved = [u for u in updates if u["old_key_values"] != [
-        u["column_values"][u["column_names"].index(n)] for n in u["old_key_names"]]]
+    moved = [
+        u
+        for u in updates
+        if u["old_key_values"] != [u["column_values"][u["column_names"].index(n)] for n in u["old_key_names"]]
+    ]
     assert moved, "one update changes the key: old identity differs from the new values"
 
 
 def test_truncate_is_an_event_in_v2() -> None:
     events = _events(_read(_output("13_truncate", 1), V2))
     truncates = [e for e in events if e["operation"] == "truncate"]
-    assert truncates and all(e.get("column_names") is None and e.get("old_key_names") is None for e in truncates)
+    assert truncates and all(
+        e.get("column_names") is None and e.get("old_key_names") is None for e in truncates
+    )
 
 
 B = '{"action":"B","xid":7,"lsn":"0/10","nextlsn":"0/20"}'
@@ -144,11 +160,25 @@ C = '{"action":"C","xid":7,"lsn":"0/10","nextlsn":"0/20"}'
 
 
 def test_positions_and_commit_lsn_come_from_the_transaction_frame() -> None:
-    items = _read([B, INS % 1, '{"action":"M","xid":7,"lsn":"0/12","transactional":true,"prefix":"p","content":"c"}',
-                   INS % 2, C], V2)
+    items = _read(
+        [
+            B,
+            INS % 1,
+            '{"action":"M","xid":7,"lsn":"0/12","transactional":true,"prefix":"p","content":"c"}',
+            INS % 2,
+            C,
+        ],
+        V2,
+    )
     events = _events(items)
-    assert [(e["commit_lsn"], e["position"], e["source_line"]) for e in events] == [(0x20, 0, 2), (0x20, 1, 4)]
-    assert [(c.name, c.value) for c in items if isinstance(c, Count)] == [("transactions", 1), ("messages", 1)]
+    assert [(e["commit_lsn"], e["position"], e["source_line"]) for e in events] == [
+        (0x20, 0, 2),
+        (0x20, 1, 4),
+    ]
+    assert [(c.name, c.value) for c in items if isinstance(c, Count)] == [
+        ("transactions", 1),
+        ("messages", 1),
+    ]
 
 
 def test_transaction_cut_at_the_end_of_a_file_becomes_a_tail_fragment_and_is_not_applied() -> None:
@@ -169,17 +199,29 @@ def test_commit_at_the_start_of_a_file_becomes_a_head_fragment() -> None:
 @pytest.mark.parametrize(
     ("line", "reason"),
     [
-        ('{"action":"I","table":"t"', "not JSON: Expecting ',' delimiter (line 1, column 26) (rule: json-syntax)"),
-        ('{"action":"X","table":"t"}', "data.action: must be one of ['B', 'C', 'I', 'U', 'D', 'T', 'M'] (rule: enum)"),
+        (
+            '{"action":"I","table":"t"',
+            "not JSON: Expecting ',' delimiter (line 1, column 26) (rule: json-syntax)",
+        ),
+        (
+            '{"action":"X","table":"t"}',
+            "data.action: must be one of ['B', 'C', 'I', 'U', 'D', 'T', 'M'] (rule: enum)",
+        ),
         ('{"action":"I","table":"t"}', "data: must contain ['columns'] properties (rule: required)"),
-        ('{"action":"I","table":"t","columns":[{"name":"a","value":{"x":1}}]}', "data.columns[0].value: must be"),
+        (
+            '{"action":"I","table":"t","columns":[{"name":"a","value":{"x":1}}]}',
+            "data.columns[0].value: must be",
+        ),
     ],
 )
 def test_bad_lines_are_quarantined_with_path_and_rule_and_the_rest_is_applied(line: str, reason: str) -> None:
     items = _read([B, INS % 1, line, INS % 2, C], V2)
     (q,) = _quarantined(items)
     assert q.line == 3 and q.raw == line and q.reason.startswith(reason)
-    assert [(e["position"], e["source_line"]) for e in _events(items)] == [(0, 2), (2, 4)]  # positions stay stable
+    assert [(e["position"], e["source_line"]) for e in _events(items)] == [
+        (0, 2),
+        (2, 4),
+    ]  # positions stay stable
 
 
 def test_invalid_utf8_keeps_the_exact_bytes() -> None:
@@ -216,4 +258,3 @@ def _is_json(r: str) -> bool:
     except ValueError:
         return False
     return True
-
