@@ -64,14 +64,70 @@ def _lsn(v: int) -> str:
     return f"{v >> 32:X}/{v & 0xFFFFFFFF:X}"
 
 
-_FIRST = ["Alice", "Bob", "Zoë", "Ünal", "Chloé", "Dmitri", "Aiko", "José", "Fatima", "Liam", "Noah", "Mia",
-          "Søren", "Ingrid", "Wei", "Priya", "Olivia", "Mateo", "Hana", "Omar", "Renée", "Kwame", "Ana", "Yusuf"]
-_LAST = ["Martin", "Stone", "Ünïcødé 日本語 🚀", "Müller", "O'Brien", "Nakamura", "García", "Kowalski", "Smith",
-         "Dubois", "Rossi", "Singh", "Chen", "Novák", "Andersen", "\"The Rock\" Johnson"]
-_TAGS = ["{}", "{vip}", '{vip,"early adopter"}', '{naïve,"a,b","say \\"hi\\"",NULL}', "{beta,newsletter}",
-         '{"gold member",eu}', '{""}', "{churn-risk,b2b,annual}", None]
-_NOTES = ["line 1\nline 2\t\"quoted\" \\ backslash", "called back, wants invoice", "", "prefers email",
-          "VAT id: FR40303265045", "address: 1 rue de la Paix\n75002 Paris", "⚠ disputed charge"]
+_FIRST = [
+    "Alice",
+    "Bob",
+    "Zoë",
+    "Ünal",
+    "Chloé",
+    "Dmitri",
+    "Aiko",
+    "José",
+    "Fatima",
+    "Liam",
+    "Noah",
+    "Mia",
+    "Søren",
+    "Ingrid",
+    "Wei",
+    "Priya",
+    "Olivia",
+    "Mateo",
+    "Hana",
+    "Omar",
+    "Renée",
+    "Kwame",
+    "Ana",
+    "Yusuf",
+]
+_LAST = [
+    "Martin",
+    "Stone",
+    "Ünïcødé 日本語 🚀",
+    "Müller",
+    "O'Brien",
+    "Nakamura",
+    "García",
+    "Kowalski",
+    "Smith",
+    "Dubois",
+    "Rossi",
+    "Singh",
+    "Chen",
+    "Novák",
+    "Andersen",
+    '"The Rock" Johnson',
+]
+_TAGS = [
+    "{}",
+    "{vip}",
+    '{vip,"early adopter"}',
+    '{naïve,"a,b","say \\"hi\\"",NULL}',
+    "{beta,newsletter}",
+    '{"gold member",eu}',
+    '{""}',
+    "{churn-risk,b2b,annual}",
+    None,
+]
+_NOTES = [
+    'line 1\nline 2\t"quoted" \\ backslash',
+    "called back, wants invoice",
+    "",
+    "prefers email",
+    "VAT id: FR40303265045",
+    "address: 1 rue de la Paix\n75002 Paris",
+    "⚠ disputed charge",
+]
 _STATUS = ["new", "paid", "shipped", "delivered", "returned"]
 
 _CUST_COLS = (
@@ -88,8 +144,10 @@ _ORD_COLS = (
     '[{{"name":"customer_id","type":"bigint","value":{}}},{{"name":"order_no","type":"integer","value":{}}},'
     '{{"name":"amount","type":"numeric","value":{}}},{{"name":"status","type":"text","value":"{}"}}]'
 ).format
-_ORD_IDENT = ('"identity":[{{"name":"customer_id","type":"bigint","value":{}}},'
-              '{{"name":"order_no","type":"integer","value":{}}}],').format
+_ORD_IDENT = (
+    '"identity":[{{"name":"customer_id","type":"bigint","value":{}}},'
+    '{{"name":"order_no","type":"integer","value":{}}}],'
+).format
 _ORD_PK = '"pk":[{"name":"customer_id","type":"bigint"},{"name":"order_no","type":"integer"}]}\n'
 
 
@@ -112,7 +170,7 @@ def generate(directory: str, name: str, n_events: int, seed: int) -> Layout:
         if i % 5 == 0:
             doc["name"], doc["emoji"] = "Zoë", "🚀"
         profiles.append(_j(json.dumps(doc, ensure_ascii=False)))  # jsonb text, then as a JSON string
-    profiles += ["\"{}\"", "null"]
+    profiles += ['"{}"', "null"]
     avatars = [_j(rng.randbytes(randrange(0, 48)).hex()) for _ in range(128)] + ["null"] * 96
     base = dt.datetime(2023, 1, 1, tzinfo=dt.UTC)
     created = []
@@ -125,8 +183,17 @@ def generate(directory: str, name: str, n_events: int, seed: int) -> Layout:
         nm, local = names[randrange(len(names))]
         c = randrange(0, 10_000_000)
         score = "null" if rand() < 0.1 else repr(round(rand() * 5, randrange(1, 4)))
-        return [nm, f'"{local}{cid}@example.com"', f"{c // 100}.{c % 100:02d}", score, choice(tags),
-                choice(profiles), choice(avatars), "null" if rand() < 0.7 else choice(notes), choice(created)]
+        return [
+            nm,
+            f'"{local}{cid}@example.com"',
+            f"{c // 100}.{c % 100:02d}",
+            score,
+            choice(tags),
+            choice(profiles),
+            choice(avatars),
+            "null" if rand() < 0.7 else choice(notes),
+            choice(created),
+        ]
 
     def amount() -> str:
         if rand() < 0.01:  # numeric without typmod: exact digits beyond a double
@@ -220,7 +287,9 @@ def generate(directory: str, name: str, n_events: int, seed: int) -> Layout:
                         tail = f"{_ORD_IDENT(cid, ono)}{_ORD_PK}"
                     table = "orders"
                 ops[op] += 1
-                body.append(f'{{"action":"{op}",{prefix}{change_lsn}","schema":"public","table":"{table}",{tail}')
+                body.append(
+                    f'{{"action":"{op}",{prefix}{change_lsn}","schema":"public","table":"{table}",{tail}'
+                )
             commit = f'{prefix}{_lsn(lsn)}","nextlsn":"{_lsn(lsn + 0x30)}"}}\n'
             lsn += 0x30
             data = f'{{"action":"B",{commit}{"".join(body)}{{"action":"C",{commit}'.encode()
@@ -314,10 +383,15 @@ def json_loads_only(path: str) -> int:
 
 
 def _check_ours(counts: dict[str, int], layout: Layout) -> None:
-    if counts.get("events") != layout.events or counts.get("quarantined") or \
-            counts.get("transactions") != layout.transactions:
-        raise SystemExit(f"our parse disagrees with the generator: {counts} (expected {layout.events} events, "
-                         f"{layout.transactions} transactions, 0 quarantined)")
+    if (
+        counts.get("events") != layout.events
+        or counts.get("quarantined")
+        or counts.get("transactions") != layout.transactions
+    ):
+        raise SystemExit(
+            f"our parse disagrees with the generator: {counts} (expected {layout.events} events, "
+            f"{layout.transactions} transactions, 0 quarantined)"
+        )
 
 
 def machine_line() -> str:
@@ -330,10 +404,7 @@ def machine_line() -> str:
                     break
     except OSError:
         pass
-    try:
-        nproc = len(os.sched_getaffinity(0))
-    except AttributeError:
-        nproc = os.cpu_count() or 0
+    nproc = _nproc()
     vers = []
     for mod in ("pyspark", "delta", "pyarrow", "fastjsonschema"):
         try:
@@ -344,8 +415,17 @@ def machine_line() -> str:
         except Exception:  # noqa: BLE001
             pass
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return (f"nproc {nproc}, RAM {mem}, {platform.python_implementation()} {platform.python_version()}, "
-            f"{', '.join(vers)}, {platform.system()} {platform.machine()}, {now}")
+    return (
+        f"nproc {nproc}, RAM {mem}, {platform.python_implementation()} {platform.python_version()}, "
+        f"{', '.join(vers)}, {platform.system()} {platform.machine()}, {now}"
+    )
+
+
+def _nproc() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 0
 
 
 def _mb(n: int) -> str:
@@ -356,23 +436,31 @@ def bench(args: argparse.Namespace) -> None:
     tmp = tempfile.mkdtemp(prefix="parse_speed_", dir=args.tmpdir)
     try:
         t_gen, layout = _timed(generate, tmp, "wal2json-v2.json", args.events, args.seed)
-        print(f"input: {layout.path}: {_mb(layout.size)} ({layout.size:,} bytes), {layout.events:,} events "
-              f"(I {layout.ops['I']:,} / U {layout.ops['U']:,} / D {layout.ops['D']:,}), "
-              f"{layout.transactions:,} transactions, {layout.lines:,} lines; written in {t_gen:.1f} s", flush=True)
-        print(f"2-file layout: {', '.join(f'{os.path.basename(p)} {_mb(s)}' for p, s in zip(layout.parts, layout.part_sizes))}",
-              flush=True)
+        print(
+            f"input: {layout.path}: {_mb(layout.size)} ({layout.size:,} bytes), {layout.events:,} events "
+            f"(I {layout.ops['I']:,} / U {layout.ops['U']:,} / D {layout.ops['D']:,}), "
+            f"{layout.transactions:,} transactions, {layout.lines:,} lines; written in {t_gen:.1f} s",
+            flush=True,
+        )
+        parts = zip(layout.parts, layout.part_sizes, strict=True)
+        print(f"2-file layout: {', '.join(f'{os.path.basename(p)} {_mb(s)}' for p, s in parts)}", flush=True)
         small = generate(tmp, "warmup.json", min(WARMUP_EVENTS, args.events), args.seed + 1)
 
         # the pure-Python reader must accept every line before we time anything
         n = pure_python(small.path)
         if n != small.events:
-            raise SystemExit(f"pure-Python reader found {n} events in the warm-up file, expected {small.events}")
+            raise SystemExit(
+                f"pure-Python reader found {n} events in the warm-up file, expected {small.events}"
+            )
 
         from resolver.session import local_session
 
         t0 = time.perf_counter()
         spark = local_session("parse-speed")
-        print(f"SparkSession up in {time.perf_counter() - t0:.1f} s (master {spark.sparkContext.master})", flush=True)
+        print(
+            f"SparkSession up in {time.perf_counter() - t0:.1f} s (master {spark.sparkContext.master})",
+            flush=True,
+        )
 
         # one warm-up run of everything (JVM JIT, Python workers, schema compile in the workers)
         _check_ours(ours(spark, [small.path]), small)
@@ -388,11 +476,16 @@ def bench(args: argparse.Namespace) -> None:
             ("d", "ours, 2 files (2 tasks)", lambda: _check_ours(ours(spark, layout.parts), layout)),
         ]
         times: dict[str, list[float]] = {key: [] for key, *_ in cases}
+        loads = [os.getloadavg()[0]]
         for k in range(args.repeat):  # interleaved, so drift in the machine hits every case alike
             for key, label, fn in cases:
                 t, _ = _timed(fn)
                 times[key].append(t)
-                print(f"  run {k + 1}/{args.repeat} ({key}) {label}: {t:.2f} s", flush=True)
+                loads.append(os.getloadavg()[0])
+                print(
+                    f"  run {k + 1}/{args.repeat} ({key}) {label}: {t:.2f} s (load {loads[-1]:.2f})",
+                    flush=True,
+                )
         spark.stop()
 
         # outside Spark, one core (a fresh Python process would be the same: nothing here is cached but the
@@ -407,29 +500,39 @@ def bench(args: argparse.Namespace) -> None:
         med = {key: statistics.median(v) for key, v in times.items()}
         ref = med["b"]
         rows = [(f"({key}) {label}", med[key], times[key]) for key, label, _ in cases]
-        rows += [("(py) read_lines, pure Python, 1 core", t_py, [t_py]),
-                 ("(py) json.loads per line only, 1 core", t_js, [t_js])]
+        rows += [
+            ("(py) read_lines, pure Python, 1 core", t_py, [t_py]),
+            ("(py) json.loads per line only, 1 core", t_js, [t_js]),
+        ]
         w = max(len(r[0]) for r in rows)
         table = [
-            f"{'case':<{w}} | {'median s':>8} | {'runs s':<22} | {'events/s':>10} | {'MB/s':>6} | {'time / (b)':>10}",
+            f"{'case':<{w}} | {'median s':>8} | {'runs s':<22} | {'events/s':>10} | {'MB/s':>6} | "
+            f"{'time / (b)':>10}",
             f"{'-' * w}-|-{'-' * 8}-|-{'-' * 22}-|-{'-' * 10}-|-{'-' * 6}-|-{'-' * 10}",
         ]
         for label, m, runs in rows:
             runs_s = " ".join(f"{x:.2f}" for x in runs)
-            table.append(f"{label:<{w}} | {m:>8.2f} | {runs_s:<22} | {layout.events / m:>10,.0f} | "
-                         f"{layout.size / 1e6 / m:>6.1f} | {m / ref:>9.2f}x")
+            table.append(
+                f"{label:<{w}} | {m:>8.2f} | {runs_s:<22} | {layout.events / m:>10,.0f} | "
+                f"{layout.size / 1e6 / m:>6.1f} | {m / ref:>9.2f}x"
+            )
         summary = [
             f"ratio ours / spark.read.json (median time; >1 = ours slower): 1 file {med['a'] / ref:.2f}x, "
             f"2 files {med['d'] / ref:.2f}x",
             f"speed-up of 2 files (2 tasks) over 1 file (1 task): {med['a'] / med['d']:.2f}x",
             f"Spark overhead on our parse (1 task) over the bare pure-Python reader: {med['a'] / t_py:.2f}x",
+            f"1-minute load average during the Spark runs: {min(loads):.2f}–{max(loads):.2f} "
+            f"(at {os.getloadavg()[0]:.2f} after the pure-Python runs); on {_nproc()} cores anything well "
+            "above 2 means other processes competed for the CPU and the times above are inflated",
         ]
-        input_line = (f"input: one wal2json format-version-2 file, {layout.events:,} events "
-                      f"(I {layout.ops['I']:,} / U {layout.ops['U']:,} / D {layout.ops['D']:,}) in "
-                      f"{layout.transactions:,} transactions, {layout.lines:,} lines, {_mb(layout.size)}; "
-                      f"2-file layout cut at a transaction boundary: {_mb(layout.part_sizes[0])} + "
-                      f"{_mb(layout.part_sizes[1])}; seed {args.seed}; {args.repeat} timed runs per Spark case "
-                      f"after one warm-up on {small.events:,} events; events/s = input events / median time")
+        input_line = (
+            f"input: one wal2json format-version-2 file, {layout.events:,} events "
+            f"(I {layout.ops['I']:,} / U {layout.ops['U']:,} / D {layout.ops['D']:,}) in "
+            f"{layout.transactions:,} transactions, {layout.lines:,} lines, {_mb(layout.size)}; "
+            f"2-file layout cut at a transaction boundary: {_mb(layout.part_sizes[0])} + "
+            f"{_mb(layout.part_sizes[1])}; seed {args.seed}; {args.repeat} timed runs per Spark case "
+            f"after one warm-up on {small.events:,} events; events/s = input events / median time"
+        )
         command = "python -m bench.parse_speed" + "".join(f" {a}" for a in sys.argv[1:])
         machine = machine_line()
 
@@ -478,7 +581,7 @@ def profile(args: argparse.Namespace) -> None:
             pstats.Stats(prof, stream=s).strip_dirs().sort_stats(key).print_stats(10)
             print(f"--- top 10 by {key} ---")
             text = s.getvalue()
-            print(text[text.find("   ncalls"):] if "   ncalls" in text else text)
+            print(text[text.find("   ncalls") :] if "   ncalls" in text else text)
     finally:
         if args.keep:
             print(f"kept {tmp}")
@@ -488,13 +591,18 @@ def profile(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.parse_speed", description=__doc__.split("\n\n")[0])
-    p.add_argument("--events", type=int, default=1_000_000, help="change events in the input (default 1,000,000)")
+    p.add_argument(
+        "--events", type=int, default=1_000_000, help="change events in the input (default 1,000,000)"
+    )
     p.add_argument("--repeat", type=int, default=3, help="timed runs per Spark case (default 3)")
     p.add_argument("--seed", type=int, default=42, help="generator seed (default 42)")
     p.add_argument("--tmpdir", default=None, help="where to write the input (default: the system temp dir)")
     p.add_argument("--keep", action="store_true", help="keep the generated files")
-    p.add_argument("--profile", action="store_true",
-                   help="only cProfile the pure-Python reader over --events events (no Spark, no results file)")
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="only cProfile the pure-Python reader over --events events (no Spark, no results file)",
+    )
     args = p.parse_args(argv)
     if args.events < 1 or args.repeat < 1:
         p.error("--events and --repeat must be at least 1")
