@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import fastjsonschema
 
@@ -340,30 +340,42 @@ def _v2_event(
     return row
 
 
+class _Line(NamedTuple):
+    """One v2 line while its transaction is buffered: the record, or the problem that stops it being read."""
+
+    n: int
+    raw: str
+    rec: dict[str, Any] | None
+    problem: Quarantined | None
+
+
+def _changes(
+    lines: list[_Line], source_file: str, commit_lsn: int | None, numbered: bool = True
+) -> Iterator[tuple[_Line, Event | Quarantined | Count | None]]:
+    """What each line of a transaction becomes: its event (positions counted over changes, unreadable lines
+    included, so a bad line keeps its slot), its quarantine record, a message count, or None (B, C)."""
+    pos = 0
+    for line in lines:
+        rec = line.rec
+        if line.problem is not None:
+            yield line, line.problem
+        elif rec is not None and rec["action"] in _DATA_ACTIONS:
+            try:
+                yield line, Event(_v2_event(rec, line.n, source_file, commit_lsn, pos))
+            except _Bad as e:
+                yield line, Quarantined(line.n, str(e), line.raw)
+        else:
+            yield line, Count("messages", 1) if rec is not None and rec["action"] == "M" else None
+            continue
+        pos += numbered
+
+
 def _read_v2(numbered: Iterator[tuple[int, str, bytes | None]], source_file: str) -> Iterator[Any]:
     """Buffer each B … C transaction; emit its events at C. Lines before the first B that end in a C are the
     head of a transaction begun in an earlier file; a B still open at the end is a tail."""
-    txn: list[tuple[int, str, dict[str, Any] | None, Any]] | None = None  # (line, raw, record, problem)
-    begin: dict[str, Any] = {}
-    head: list[tuple[int, str, dict[str, Any] | None, Any]] = []
+    txn: list[_Line] | None = None
+    head: list[_Line] = []  # lines outside any transaction (before the first B, or between C and B)
     framed = False  # seen any B or C in this file
-
-    def flush(
-        lines: list[tuple[int, str, dict[str, Any] | None, Any]], commit_lsn: int | None
-    ) -> Iterator[Any]:
-        pos = 0
-        for ln, raw, rec, problem in lines:
-            if problem is not None:
-                yield problem
-                pos += 1
-            elif rec is not None and rec["action"] in _DATA_ACTIONS:
-                try:
-                    yield Event(_v2_event(rec, ln, source_file, commit_lsn, pos))
-                except _Bad as e:
-                    yield Quarantined(ln, str(e), raw)
-                pos += 1
-            elif rec is not None and rec["action"] == "M":
-                yield Count("messages", 1)
 
     for n, text, raw_bytes in numbered:
         rec: dict[str, Any] | None = None
@@ -375,95 +387,78 @@ def _read_v2(numbered: Iterator[tuple[int, str, bytes | None]], source_file: str
                 rec = _parse(text, Format.WAL2JSON_V2)
             except _Bad as e:
                 problem = Quarantined(n, str(e), text)
+        line = _Line(n, text, rec, problem)
         action = rec["action"] if rec is not None else None
         if action == "B":
             if txn is not None:
                 yield from _incomplete(
-                    txn, f"begun at line {txn[0][0]} has no commit before the next begin at line {n}"
+                    txn, f"begun at line {txn[0].n} has no commit before the next begin at line {n}"
                 )
             yield from _outside(head, framed)
-            head, framed = [], True
-            txn, begin = [(n, text, rec, None)], rec  # type: ignore[assignment]
+            head, framed, txn = [], True, [line]
         elif action == "C":
             if txn is not None:
-                commit = begin.get("nextlsn") or (rec or {}).get("nextlsn")
                 yield Count("transactions", 1)
-                yield from flush(txn[1:], parse_lsn(commit) if commit else None)
+                commit = _commit_lsn(txn[0], line)
+                yield from (item for _, item in _changes(txn[1:], source_file, commit) if item is not None)
                 txn = None
             elif not framed:  # the end of a transaction begun in an earlier file
-                commit = (rec or {}).get("nextlsn")
-                yield from _fragment(
-                    "head", head + [(n, text, rec, None)], parse_lsn(commit) if commit else None, source_file
-                )
+                yield from _fragment("head", [*head, line], _commit_lsn(line), source_file)
                 head = []
             else:
-                yield from _incomplete(head + [(n, text, rec, None)], f"commit at line {n} has no begin")
+                yield from _incomplete([*head, line], f"commit at line {n} has no begin")
                 head = []
             framed = True
         elif txn is not None:
-            txn.append((n, text, rec, problem))
+            txn.append(line)
         elif action == "M" and rec is not None and not rec["transactional"]:
             yield Count("messages", 1)  # non-transactional messages stand outside B … C
         else:
-            head.append((n, text, rec, problem))
+            head.append(line)
     if txn is not None:
-        commit = begin.get("nextlsn")
-        yield from _fragment("tail", txn, parse_lsn(commit) if commit else None, source_file)
+        yield from _fragment("tail", txn, _commit_lsn(txn[0]), source_file)
     if framed:
         yield from _outside(head, framed)
     else:  # no B/C in the whole file (include-transaction=0): each record is its own unit
-        for ln, raw, rec, problem in head:
-            if problem is not None:
-                yield problem
-            elif rec is not None and rec["action"] in _DATA_ACTIONS:
-                try:
-                    yield Event(_v2_event(rec, ln, source_file, None, 0))
-                except _Bad as e:
-                    yield Quarantined(ln, str(e), raw)
-            else:
-                yield Count("messages", 1)
+        yield from (item for _, item in _changes(head, source_file, None, numbered=False) if item is not None)
 
 
-def _outside(lines: list[tuple[int, str, dict[str, Any] | None, Any]], framed: bool) -> Iterator[Quarantined]:
+def _commit_lsn(*frame: _Line) -> int | None:
+    """The commit position from a transaction's B or C record (their nextlsn is the same)."""
+    for line in frame:
+        if line.rec is not None and line.rec.get("nextlsn"):
+            return parse_lsn(line.rec["nextlsn"])
+    return None
+
+
+def _outside(lines: list[_Line], framed: bool) -> Iterator[Quarantined]:
     """Lines between transactions. Unreadable lines keep their own reason; readable changes there were cut
     from their transaction."""
     if not lines:
         return
-    if all(rec is None for _, _, rec, _ in lines):
-        yield from (problem for *_, problem in lines)
+    if all(line.problem is not None for line in lines):
+        yield from (line.problem for line in lines if line.problem is not None)
     elif framed:
         yield from _incomplete(lines, "stands outside any begin … commit")
     else:
         yield from _incomplete(lines, "has no begin in this file and no commit before the next begin")
 
 
-def _incomplete(lines: list[tuple[int, str, dict[str, Any] | None, Any]], why: str) -> Iterator[Quarantined]:
-    for ln, raw, _rec, problem in lines:
+def _incomplete(lines: list[_Line], why: str) -> Iterator[Quarantined]:
+    for line in lines:
         reason = f"incomplete transaction: {why}; it is not applied (rule: framing)"
-        if problem is not None:
-            reason = f"{problem.reason}; and {reason}"
-        yield Quarantined(ln, reason, raw, problem.raw_bytes if problem is not None else None)
+        if line.problem is not None:
+            reason = f"{line.problem.reason}; and {reason}"
+        yield Quarantined(
+            line.n, reason, line.raw, line.problem.raw_bytes if line.problem is not None else None
+        )
 
 
-def _fragment(
-    role: str,
-    lines: list[tuple[int, str, dict[str, Any] | None, Any]],
-    commit_lsn: int | None,
-    source_file: str,
-) -> Iterator[Any]:
-    pos = 0
-    for ln, raw, rec, problem in lines:
-        if problem is not None:
-            yield problem
-            pos += 1
-            continue
-        row = None
-        if rec is not None and rec["action"] in _DATA_ACTIONS:
-            try:
-                row = _v2_event(rec, ln, source_file, commit_lsn, pos)
-            except _Bad as e:
-                yield Quarantined(ln, str(e), raw)
-                pos += 1
-                continue
-            pos += 1
-        yield Fragment(role, ln, raw, commit_lsn, row)
+def _fragment(role: str, lines: list[_Line], commit_lsn: int | None, source_file: str) -> Iterator[Any]:
+    """A transaction cut by the file boundary: each line becomes a Fragment (unreadable ones are quarantined
+    at once), for ``resolver.read`` to join with the other part."""
+    for line, item in _changes(lines, source_file, commit_lsn):
+        if isinstance(item, Quarantined):
+            yield item
+        else:
+            yield Fragment(role, line.n, line.raw, commit_lsn, item.row if isinstance(item, Event) else None)
