@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
@@ -70,9 +69,9 @@ def write_quarantine(spark: SparkSession, lake: str, records: DataFrame, files: 
         f"t.source_file IN ({in_files}) AND t.source_file = s.source_file "
         "AND t.source_line = s.source_line AND t.reason = s.reason"
     )
-    return delta.insert_new(
-        table, records.dropDuplicates(["source_file", "source_line", "reason"]), condition
-    ).get("numTargetRowsInserted", 0)
+    unique = records.dropDuplicates(["source_file", "source_line", "reason"])
+    metrics, _ = delta.insert_new(table, unique, condition)
+    return metrics.get("numTargetRowsInserted", 0)
 
 
 def write_bronze(
@@ -102,9 +101,7 @@ def write_bronze(
         "AND t.commit_lsn <=> s.commit_lsn "
         "AND (s.commit_lsn IS NOT NULL OR (t.source_file = s.source_file AND t.source_line = s.source_line))"
     )
-    metrics = delta.insert_new(table, unique, condition)
-    version = DeltaTable.forPath(spark, delta.table_path(lake, delta.BRONZE)).history(1).first()
-    return metrics, int(version["version"]) if version else 0
+    return delta.insert_new(table, unique, condition)
 
 
 def _sql_string(s: str) -> str:

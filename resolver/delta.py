@@ -35,16 +35,19 @@ def ensure_table(
     return builder.execute()
 
 
-def insert_new(table: DeltaTable, source: DataFrame, condition: str) -> dict[str, int]:
+def insert_new(table: DeltaTable, source: DataFrame, condition: str) -> tuple[dict[str, int], int]:
     """Append the source rows that match no target row on ``condition`` (an insert-only MERGE, allowed on
     append-only tables). ``condition`` should carry literal bounds on target columns so Delta can skip
-    files. Returns the MERGE's operation metrics (rows inserted, files scanned, ...)."""
+    files. Returns the MERGE's operation metrics (rows inserted, files scanned, ...; empty when the MERGE
+    committed nothing) and the table's version afterwards."""
     before = _latest(table)["version"]
     table.alias("t").merge(source.alias("s"), condition).whenNotMatchedInsertAll().execute()
     latest = _latest(table)
-    if latest["version"] == before:  # nothing was committed
-        return {}
-    return {k: int(v) for k, v in (latest["operationMetrics"] or {}).items() if v is not None and v.isdigit()}
+    version = int(latest["version"])
+    if version == before:  # nothing was committed
+        return {}, version
+    metrics = latest["operationMetrics"] or {}
+    return {k: int(v) for k, v in metrics.items() if v is not None and v.isdigit()}, version
 
 
 def _latest(table: DeltaTable) -> Any:
