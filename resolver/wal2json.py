@@ -110,13 +110,14 @@ def validator(fmt: Format) -> Callable[[Any], Any]:
     """The compiled JSON Schema of one wal2json format (compiled once per process)."""
     name = "v1.json" if fmt is Format.WAL2JSON_V1 else "v2.json"
     schema = json.loads(_schema_text(name))
-    full = fastjsonschema.compile(schema)
+    definitions = schema.pop("definitions", {})
+    full = fastjsonschema.compile(_inline(schema, definitions))
     # The v2 schema dispatches on "action" with if/then branches, which fastjsonschema evaluates by raising
     # and catching an exception per branch. Validating a known action against its own branch directly is the
     # same check, about 3x faster; anything else goes through the full schema for its exact error.
     branches = {
         rule["if"]["properties"]["action"]["const"]: fastjsonschema.compile(
-            {"definitions": schema["definitions"], "$ref": rule["then"]["$ref"]}
+            _inline(rule["then"], definitions)
         )
         for rule in schema.get("allOf", [])
         if "action" in rule.get("if", {}).get("properties", {})
@@ -129,6 +130,22 @@ def validator(fmt: Format) -> Callable[[Any], Any]:
         return (branch or full)(obj)
 
     return validate
+
+
+def _inline(node: Any, definitions: dict[str, Any]) -> Any:
+    """The schema with every ``{"$ref": "#/definitions/x"}`` replaced by its definition (ours are not
+    recursive). fastjsonschema compiles a $ref to a function call per value; inlined, the same checks
+    run about 2x faster. Error paths and rules are unchanged: they follow the data, not the schema."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/definitions/"):
+            target = _inline(definitions[ref.removeprefix("#/definitions/")], definitions)
+            rest = {k: _inline(v, definitions) for k, v in node.items() if k != "$ref"}
+            return {**target, **rest} if rest else target
+        return {k: _inline(v, definitions) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_inline(v, definitions) for v in node]
+    return node
 
 
 def _schema_text(name: str) -> str:
