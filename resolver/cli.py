@@ -67,16 +67,12 @@ def _ingest(args: argparse.Namespace) -> int:
     from resolver.read import list_files
     from resolver.session import local_session
 
-    files = list_files(args.files)  # fail fast on missing input, before starting Spark
+    files = list_files(args.files)  # fail fast on bad input or schema files, before starting Spark
     if args.schemas is not None:
-        import os
+        from resolver.tableschema import load_schemas
 
-        from resolver.errors import ConfigError
-
-        if not os.path.isdir(args.schemas):
-            raise ConfigError(
-                f"--schemas {args.schemas!r} is not a folder (expected a folder of <schema>.<table>.yaml)"
-            )
+        schemas = load_schemas(args.schemas)
+        print(f"resolver: {len(schemas)} table schema file(s) valid in {args.schemas}", file=sys.stderr)
     started = time.monotonic()
     print(f"resolver: ingesting {len(files)} file(s) as {args.format} into {args.lake}", file=sys.stderr)
     spark = local_session(master=args.master)

@@ -54,3 +54,27 @@ def test_schemas_folder_must_exist(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "is not a folder (expected a folder of <schema>.<table>.yaml)" in result.stderr
+
+
+def test_a_bad_schema_file_fails_fast_with_one_line(tmp_path: Path) -> None:
+    sample = Path(__file__).resolve().parents[1] / "samples/wal2json-v2/0001.json"
+    schemas = tmp_path / "schemas"
+    schemas.mkdir()
+    (schemas / "public.customers.yaml").write_text(
+        "table: public.customers\ncolumns:\n  - name: mail\n    tpye: string\n"
+    )
+    result = _run(
+        "ingest",
+        str(sample),
+        "--lake",
+        str(tmp_path / "lake"),
+        "--format",
+        "wal2json-v2",
+        "--schemas",
+        str(schemas),
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"resolver: error: {schemas / 'public.customers.yaml'}: columns[0].tpye: unknown key 'tpye' (did you mean 'type'?)"
+    ]
+    assert not (tmp_path / "lake").exists()

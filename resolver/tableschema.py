@@ -1,0 +1,171 @@
+"""Per-table schema files (``--schemas DIR``): one optional ``<schema>.<table>.yaml`` per table.
+
+```yaml
+table: public.customers
+primary_key: [id]          # optional; defaults to the key the stream reports
+columns:                   # optional; only the columns you want to pin or annotate
+  - name: mail
+    type: string           # a Spark SQL type; optional
+    renamed_from: [email]  # earlier names of this column
+```
+
+Every problem is a ``ConfigError`` naming the file, the path inside it, what was found and what was
+expected, with a "did you mean" for misspelt keys. This module does not import Spark.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from resolver.errors import ConfigError
+from resolver.models import ResolverModel
+
+__all__ = ["ColumnSpec", "TableSchema", "load_schemas", "parse_schema"]
+
+_SIMPLE_TYPES = {
+    "boolean", "tinyint", "byte", "smallint", "short", "int", "integer", "bigint", "long", "float", "real",
+    "double", "string", "binary", "date", "timestamp", "timestamp_ntz", "timestamp_ltz",
+}  # fmt: skip
+_DECIMAL = re.compile(r"^(?:decimal|dec|numeric)(?:\((\d+)(?:,\s*(\d+))?\))?$")
+_SIZED = re.compile(r"^(?:varchar|char)\(\d+\)$")
+
+
+def check_spark_type(text: str) -> str:
+    """``text`` if it is a Spark SQL type this project writes (see ``_SIMPLE_TYPES``, decimal(p,s) with
+    p <= 38, varchar(n)/char(n), array<...>), else ValueError saying what is accepted."""
+    t = text.strip().lower()
+    if t in _SIMPLE_TYPES or _SIZED.match(t):
+        return t
+    decimal = _DECIMAL.match(t)
+    if decimal:
+        precision, scale = int(decimal.group(1) or 10), int(decimal.group(2) or 0)
+        if not 1 <= precision <= 38 or scale > precision:
+            raise ValueError(
+                f"found {text!r}: decimal precision must be 1..38 and scale at most the precision"
+            )
+        return t
+    if t.startswith("array<") and t.endswith(">"):
+        check_spark_type(t[6:-1])
+        return t
+    hint = difflib.get_close_matches(t, sorted(_SIMPLE_TYPES), n=1)
+    raise ValueError(
+        f"found {text!r}, expected a Spark SQL type such as string, bigint, decimal(12,2), timestamp, array<int>"
+        + (f" (did you mean {hint[0]!r}?)" if hint else "")
+    )
+
+
+class ColumnSpec(ResolverModel):
+    """One column to pin or annotate."""
+
+    name: str = Field(min_length=1, description="The column's current name in the source")
+    type: str | None = Field(None, description="Spark SQL type to store it as (default: from the stream)")
+    renamed_from: list[str] = Field(default_factory=list, description="Earlier names of this column")
+
+    @field_validator("type")
+    @classmethod
+    def _known_type(cls, value: str | None) -> str | None:
+        return None if value is None else check_spark_type(value)
+
+
+class TableSchema(ResolverModel):
+    """A table's schema file."""
+
+    table: str = Field(pattern=r"^[^.]+\..+$", description="<schema>.<table>")
+    primary_key: list[str] | None = Field(
+        None, min_length=1, description="Key columns (default: the stream's)"
+    )
+    columns: list[ColumnSpec] = Field(default_factory=list, description="Columns to pin or annotate")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TableSchema:
+        names = [c.name for c in self.columns]
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise ValueError(f"column {name!r} is listed twice")
+        current = set(names)
+        seen: dict[str, str] = {}
+        for column in self.columns:
+            for old in column.renamed_from:
+                if old in current:
+                    raise ValueError(
+                        f"column {column.name!r} is renamed_from {old!r}, which is also a current column name"
+                    )
+                if old in seen:
+                    raise ValueError(f"{old!r} is in renamed_from of both {seen[old]!r} and {column.name!r}")
+                seen[old] = column.name
+        return self
+
+    def rename_map(self) -> dict[str, str]:
+        """Earlier column name -> current name."""
+        return {old: c.name for c in self.columns for old in c.renamed_from}
+
+
+def parse_schema(text: str, source: str = "<schema>") -> TableSchema:
+    """Parse and validate one schema file's text; ``source`` names it in errors."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+        raise ConfigError(f"{source}: not valid YAML{where}: {getattr(e, 'problem', e)}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{source}: found {type(data).__name__}, expected a mapping with 'table' and 'columns'"
+        )
+    try:
+        return TableSchema.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(f"{source}: {_describe(e.errors()[0], data)}") from None
+
+
+def load_schemas(folder: str | Path) -> dict[str, TableSchema]:
+    """Every ``*.yaml`` / ``*.yml`` file of a folder, by table name. A file must be named for its table."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise ConfigError(
+            f"schemas folder {str(folder)!r} is not a folder (expected a folder of <schema>.<table>.yaml)"
+        )
+    schemas: dict[str, TableSchema] = {}
+    for path in sorted(_yaml_files(root.iterdir())):
+        schema = parse_schema(path.read_text("utf-8"), str(path))
+        if path.stem != schema.table:
+            raise ConfigError(
+                f"{path}: table is {schema.table!r} but the file is named {path.name!r} "
+                f"(expected {schema.table}.yaml)"
+            )
+        schemas[schema.table] = schema
+    return schemas
+
+
+def _yaml_files(paths: Iterable[Path]) -> Iterable[Path]:
+    return (p for p in paths if p.is_file() and p.suffix in (".yaml", ".yml") and not p.name.startswith("."))
+
+
+def _describe(error: Any, data: Any) -> str:
+    """One pydantic error as 'path: what was found, what was expected (did you mean ...)'."""
+    loc = list(error["loc"])
+    path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".") or "(top level)"
+    if error["type"] == "extra_forbidden":
+        model = _model_at(loc[:-1])
+        hint = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1)
+        expected = ", ".join(model.model_fields)
+        return f"{path}: unknown key {loc[-1]!r}" + (
+            f" (did you mean {hint[0]!r}?)" if hint else f" (expected one of {expected})"
+        )
+    if error["type"] == "missing":
+        return f"{path}: missing, expected a value"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if "input" in error and error["type"] not in ("value_error",):
+        return f"{path}: found {error['input']!r}: {message}"
+    return f"{path}: {message}"
+
+
+def _model_at(loc: list[Any]) -> type[ResolverModel]:
+    return ColumnSpec if "columns" in loc else TableSchema
