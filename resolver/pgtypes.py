@@ -10,7 +10,7 @@ wal2json prints ``format_type`` spellings (``integer``, ``numeric(12,2)``, ``cha
 | integer / int4 | int | |
 | bigint / int8, oid | bigint | |
 | numeric(p,s), p <= 38 | decimal(p,s) | exact |
-| numeric(p,s), p > 38; numeric without precision | string | exact text; Spark decimals stop at 38 digits and an unconstrained numeric has a scale per value. Pin a decimal type in the table's schema file to type it |
+| numeric(p,s), p > 38; numeric without precision | string | exact text (1) |
 | real / float4 | float | NaN and ±Infinity arrive as NULL (wal2json prints them as null) |
 | double precision / float8 | double | same |
 | boolean / bool | boolean | |
@@ -18,7 +18,12 @@ wal2json prints ``format_type`` spellings (``integer``, ``numeric(12,2)``, ``cha
 | timestamp [without time zone] | timestamp_ntz | |
 | timestamp with time zone / timestamptz | timestamp | an instant, shown in the session time zone (UTC) |
 | bytea | binary | wal2json prints hex without ``\\x`` |
-| everything else: text, varchar(n), char(n), uuid, json, jsonb, xml, interval, time, timetz, money, inet, enums, domains, ranges, arrays (``x[]``) | string | the exact PostgreSQL text |
+| everything else (2) | string | the exact PostgreSQL text |
+
+(1) Spark decimals stop at 38 digits and an unconstrained numeric has a scale per value; pin a decimal
+type in the table's schema file to type it.
+(2) text, varchar(n), char(n), uuid, json, jsonb, xml, interval, time, timetz, money, inet, enums, domains,
+ranges, arrays (``x[]``).
 
 Arrays stay PostgreSQL array literals (``{1,NULL,3}``) because their element quoting cannot be parsed
 faithfully by a Spark expression; json/jsonb stay JSON text.
