@@ -247,3 +247,73 @@ def test_bronze_is_append_only_with_change_data_feed(
     assert props["delta.appendOnly"] == "true" and props["delta.enableChangeDataFeed"] == "true"
     with pytest.raises(Exception, match="(?i)append"):
         spark.sql(f"DELETE FROM delta.`{tmp_path / 'bronze/change_events'}`")
+
+
+def test_streams_without_lsn_xid_or_timestamp_dedupe_by_provenance(
+    spark: SparkSession, pg_db: PgDatabase, tmp_path: Path
+) -> None:
+    pg_db.execute("CREATE TABLE t (id int PRIMARY KEY, v text)")
+    pg_db.create_slot("s")
+    pg_db.execute(
+        "INSERT INTO t VALUES (1, 'a'), (2, 'b');\nUPDATE t SET v = 'c' WHERE id = 1;\nDELETE FROM t WHERE id = 2;"
+    )
+    bare = {"include_xids": None, "include_timestamp": None, "include_lsn": None}
+    for fmt in (1, 2):
+        path = tmp_path / f"v{fmt}.json"
+        write_lines(path, pg_db.capture("s", fmt, **bare))
+        assert "lsn" not in path.read_text() and "xid" not in path.read_text()
+        lake = tmp_path / f"lake{fmt}"
+        first = ingest(spark, [str(path)], str(lake), f"wal2json-v{fmt}")
+        again = ingest(spark, [str(path)], str(lake), f"wal2json-v{fmt}")
+        assert (first.accepted, again.accepted, again.duplicates) == (4, 0, 4)
+        bronze = _bronze(spark, lake)
+        assert all(e["commit_lsn"] is None and e["xid"] is None and e["commit_time"] is None for e in bronze)
+        ordered = sorted(bronze, key=lambda e: (e["source_line"], e["position"]))  # the stream position
+        assert [e["operation"] for e in ordered] == ["insert", "insert", "update", "delete"]
+
+
+def test_replica_identity_full_and_using_index_carry_their_old_values(
+    spark: SparkSession, pg_db: PgDatabase, tmp_path: Path
+) -> None:
+    pg_db.execute(
+        "CREATE TABLE full_t (a int, b text, v text, PRIMARY KEY (a, b));\n"
+        "ALTER TABLE full_t REPLICA IDENTITY FULL;\n"
+        "CREATE TABLE idx_t (id int PRIMARY KEY, code text NOT NULL, v text);\n"
+        "CREATE UNIQUE INDEX idx_t_code ON idx_t (code);\n"
+        "ALTER TABLE idx_t REPLICA IDENTITY USING INDEX idx_t_code;\n"
+        "CREATE TABLE nokey (x int, y text);"
+    )
+    pg_db.create_slot("s")
+    pg_db.execute(
+        "INSERT INTO full_t VALUES (1, 'k', NULL);\nUPDATE full_t SET v = 'new' WHERE a = 1;\n"
+        "INSERT INTO idx_t VALUES (1, 'c1', 'x');\nUPDATE idx_t SET code = 'c2' WHERE id = 1;\n"
+        "DELETE FROM idx_t WHERE id = 1;\n"
+        "INSERT INTO nokey VALUES (1, 'y');\nUPDATE nokey SET y = 'z';\nDELETE FROM full_t;"
+    )
+    lakes = {}
+    for fmt in (1, 2):
+        path = tmp_path / f"v{fmt}.json"
+        write_lines(path, pg_db.capture("s", fmt))
+        ingest(spark, [str(path)], str(tmp_path / f"lake{fmt}"), f"wal2json-v{fmt}")
+        lakes[fmt] = {
+            (e["table"], e["operation"], e["position"], e["commit_lsn"]): e
+            for e in _bronze(spark, tmp_path / f"lake{fmt}")
+        }
+    v2 = lakes[2]
+    full_update = next(e for e in v2.values() if e["table"] == "public.full_t" and e["operation"] == "update")
+    assert full_update["old_key_names"] == ["a", "b", "v"] and full_update["old_key_values"] == [
+        "1",
+        "k",
+        None,
+    ]
+    full_delete = next(e for e in v2.values() if e["table"] == "public.full_t" and e["operation"] == "delete")
+    assert full_delete["old_key_values"] == ["1", "k", "new"]  # the whole old row
+    moved = next(e for e in v2.values() if e["table"] == "public.idx_t" and e["operation"] == "update")
+    assert moved["old_key_names"] == ["code"] and moved["old_key_values"] == ["c1"]  # the index, old value
+    assert moved["primary_key"] == ["id"]
+    assert not [e for e in v2.values() if e["table"] == "public.nokey" and e["operation"] != "insert"]
+    # format 1 leaves NULL old values out of oldkeys (spec 2.2); format 2 keeps them
+    v1_update = next(
+        e for e in lakes[1].values() if e["table"] == "public.full_t" and e["operation"] == "update"
+    )
+    assert v1_update["old_key_names"] == ["a", "b"] and v1_update["old_key_values"] == ["1", "k"]
