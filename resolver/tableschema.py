@@ -57,8 +57,7 @@ def check_spark_type(text: str) -> str:
     hint = difflib.get_close_matches(t, sorted(_SIMPLE_TYPES), n=1)
     raise ValueError(
         f"found {text!r}, expected a Spark SQL type such as string, bigint, decimal(12,2), timestamp, "
-        "array<int>"
-        + (f" (did you mean {hint[0]!r}?)" if hint else "")
+        "array<int>" + (f" (did you mean {hint[0]!r}?)" if hint else "")
     )
 
 

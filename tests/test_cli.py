@@ -23,7 +23,8 @@ def test_missing_input_is_one_clear_line_and_exit_2(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        f"resolver: error: input not found: '{tmp_path / 'nope.json'}' (expected a file or a folder of wal2json files)"
+        f"resolver: error: input not found: '{tmp_path / 'nope.json'}' "
+        "(expected a file or a folder of wal2json files)"
     ]
     assert not (tmp_path / "lake").exists()
 
@@ -75,6 +76,7 @@ def test_a_bad_schema_file_fails_fast_with_one_line(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        f"resolver: error: {schemas / 'public.customers.yaml'}: columns[0].tpye: unknown key 'tpye' (did you mean 'type'?)"
+        f"resolver: error: {schemas / 'public.customers.yaml'}: "
+        "columns[0].tpye: unknown key 'tpye' (did you mean 'type'?)"
     ]
     assert not (tmp_path / "lake").exists()

@@ -77,7 +77,8 @@ def _table_text(db: PgDatabase, table: str) -> dict[str, dict[str, str | None]]:
     cols = [
         r[0]
         for r in db.query(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = %s ORDER BY ordinal_position",
+            "SELECT column_name FROM information_schema.columns WHERE table_name = %s "
+            "ORDER BY ordinal_position",
             (table,),
         )
     ]
@@ -255,7 +256,8 @@ def test_streams_without_lsn_xid_or_timestamp_dedupe_by_provenance(
     pg_db.execute("CREATE TABLE t (id int PRIMARY KEY, v text)")
     pg_db.create_slot("s")
     pg_db.execute(
-        "INSERT INTO t VALUES (1, 'a'), (2, 'b');\nUPDATE t SET v = 'c' WHERE id = 1;\nDELETE FROM t WHERE id = 2;"
+        "INSERT INTO t VALUES (1, 'a'), (2, 'b');\n"
+        "UPDATE t SET v = 'c' WHERE id = 1;\nDELETE FROM t WHERE id = 2;"
     )
     bare = {"include_xids": None, "include_timestamp": None, "include_lsn": None}
     for fmt in (1, 2):

@@ -60,7 +60,8 @@ def test_the_design_doc_example_parses() -> None:
         ),
         (
             GOOD.replace("[email]", "[balance]"),
-            "s.yaml: (top level): column 'mail' is renamed_from 'balance', which is also a current column name",
+            "s.yaml: (top level): column 'mail' is renamed_from 'balance', "
+            "which is also a current column name",
         ),
         ("table: public.t\ncolumns:\n  - type: int\n", "s.yaml: columns[0].name: missing, expected a value"),
         ("table: [unclosed\n", "s.yaml: not valid YAML at line 2 column 1"),

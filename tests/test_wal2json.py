@@ -155,7 +155,10 @@ def test_truncate_is_an_event_in_v2() -> None:
 
 
 B = '{"action":"B","xid":7,"lsn":"0/10","nextlsn":"0/20"}'
-INS = '{"action":"I","xid":7,"lsn":"0/11","schema":"s","table":"t","columns":[{"name":"id","type":"integer","value":%d}]}'
+INS = (
+    '{"action":"I","xid":7,"lsn":"0/11","schema":"s","table":"t",'
+    '"columns":[{"name":"id","type":"integer","value":%d}]}'
+)
 C = '{"action":"C","xid":7,"lsn":"0/10","nextlsn":"0/20"}'
 
 
