@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from resolver.errors import ConfigError, InputError, ResolverError
-from resolver.models import ChangeEvent, Format, IngestSummary, Operation, QuarantineRecord
+from resolver.models import ChangeEvent, Format, IngestSummary, Operation, QuarantineRecord, TableSummary
 from resolver.wal2json import format_lsn, parse_lsn, read_lines
 
 __all__ = [
@@ -21,6 +21,8 @@ __all__ = [
     "Operation",
     "QuarantineRecord",
     "ResolverError",
+    "TableSummary",
+    "apply_changes",
     "format_lsn",
     "ingest",
     "local_session",
@@ -29,7 +31,12 @@ __all__ = [
     "read_wal2json",
 ]
 
-_LAZY = {"ingest": "resolver.bronze", "local_session": "resolver.session", "read_wal2json": "resolver.read"}
+_LAZY = {
+    "apply_changes": "resolver.silver",
+    "ingest": "resolver.bronze",
+    "local_session": "resolver.session",
+    "read_wal2json": "resolver.read",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -7,7 +7,7 @@ commit-LSN range as literals so Delta skips bronze files outside it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -15,6 +15,8 @@ from pyspark.sql import functions as F
 from resolver import delta
 from resolver.models import Format, IngestSummary
 from resolver.read import EVENT_SCHEMA, QUARANTINE_SCHEMA, read_wal2json
+from resolver.silver import apply_changes
+from resolver.tableschema import TableSchema, load_schemas
 
 __all__ = ["BRONZE_KEY", "ingest", "write_bronze", "write_quarantine"]
 
@@ -28,8 +30,26 @@ BRONZE_PROPERTIES = {
 }
 
 
-def ingest(spark: SparkSession, paths: Sequence[str], lake: str, fmt: Format | str) -> IngestSummary:
-    """Read wal2json files as one batch and append what is new to the lake's bronze and quarantine tables."""
+def ingest(
+    spark: SparkSession,
+    paths: Sequence[str],
+    lake: str,
+    fmt: Format | str,
+    schemas: Mapping[str, TableSchema] | str | None = None,
+) -> IngestSummary:
+    """Read wal2json files as one batch: append what is new to bronze and quarantine, then bring every
+    table's silver snapshot and history up to date (``resolver.silver.apply_changes``).
+
+    ``schemas`` is a folder of ``<schema>.<table>.yaml`` files or what ``load_schemas`` returned.
+
+    Example::
+
+        from resolver import ingest, local_session
+        summary = ingest(local_session(), ["landing/0001.json"], "lake", "wal2json-v2")
+        print("\n".join(summary.lines()))
+    """
+    if isinstance(schemas, str):
+        schemas = load_schemas(schemas)
     batch = read_wal2json(spark, paths, fmt)
     try:
         counts = batch.counts()
@@ -39,6 +59,7 @@ def ingest(spark: SparkSession, paths: Sequence[str], lake: str, fmt: Format | s
         metrics, version = write_bronze(
             spark, lake, batch.events, counts.get("min_commit_lsn"), counts.get("max_commit_lsn"), batch.files
         )
+        tables = apply_changes(spark, batch.events, lake, schemas, quarantine_format=batch.format.value)
     finally:
         batch.unpersist()
     events_read = counts["events"]
@@ -52,6 +73,7 @@ def ingest(spark: SparkSession, paths: Sequence[str], lake: str, fmt: Format | s
         quarantined=quarantined,
         messages=counts["messages"],
         bronze_version=version,
+        tables=tables,
     )
 
 

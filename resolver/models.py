@@ -11,7 +11,15 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ChangeEvent", "Format", "IngestSummary", "Operation", "QuarantineRecord", "ResolverModel"]
+__all__ = [
+    "ChangeEvent",
+    "Format",
+    "IngestSummary",
+    "Operation",
+    "QuarantineRecord",
+    "ResolverModel",
+    "TableSummary",
+]
 
 
 class ResolverModel(BaseModel):
@@ -88,6 +96,22 @@ class QuarantineRecord(ResolverModel):
     raw_bytes: bytes | None = Field(None, description="The exact bytes, when they are not valid UTF-8")
 
 
+class TableSummary(ResolverModel):
+    """What one batch did to one source table's silver tables."""
+
+    table: str = Field(description="Source table as <schema>.<table>")
+    events: int = Field(0, description="Change events of this table in the batch (with a commit LSN)")
+    skipped: int = Field(0, description="Events not resolved: no commit LSN in the stream")
+    inserted: int = Field(0, description="Keys added to the snapshot")
+    updated: int = Field(0, description="Snapshot rows whose values changed")
+    deleted: int = Field(0, description="Keys removed from the snapshot")
+    moved: int = Field(0, description="Primary-key changes among the batch's events")
+    late: int = Field(0, description="Events older than a change the lake already held for their key")
+    versions_written: int = Field(0, description="History rows inserted, changed or removed")
+    bad_values: int = Field(0, description="Values that did not fit their column's type (quarantined)")
+    rounds: int = Field(0, description="Pointer-jumping rounds run for key-change chains")
+
+
 class IngestSummary(ResolverModel):
     """What one ``ingest`` call did (printed by the CLI, returned by the library)."""
 
@@ -99,6 +123,7 @@ class IngestSummary(ResolverModel):
     quarantined: int = Field(description="Records written to the quarantine table")
     messages: int = Field(description="Logical-decoding messages (not row changes), skipped")
     bronze_version: int | None = Field(None, description="Delta version of bronze after this batch")
+    tables: list[TableSummary] = Field(default_factory=list, description="Per table: what silver got")
 
     def lines(self) -> list[str]:
         """The summary as the CLI prints it."""
@@ -110,4 +135,19 @@ class IngestSummary(ResolverModel):
             f"duplicates skipped   {self.duplicates}",
             f"quarantined          {self.quarantined}",
             f"messages skipped     {self.messages}",
+            *table_lines(self.tables),
         ]
+
+
+def table_lines(tables: list[TableSummary]) -> list[str]:
+    """The per-table summary as an aligned text table (nothing when there are no tables)."""
+    if not tables:
+        return []
+    heads = ["table", "events", "inserted", "updated", "deleted", "moved", "late", "quarantined", "skipped"]
+    rows = [
+        [t.table, t.events, t.inserted, t.updated, t.deleted, t.moved, t.late, t.bad_values, t.skipped]
+        for t in tables
+    ]
+    widths = [max(len(str(r[i])) for r in [heads, *rows]) for i in range(len(heads))]
+    fmt = "  ".join("{:<%d}" % widths[0] if i == 0 else "{:>%d}" % w for i, w in enumerate(widths))
+    return ["", fmt.format(*heads), *(fmt.format(*r) for r in rows)]

@@ -1,0 +1,158 @@
+"""Explode generic change events against a table's layout: names -> typed columns, absent != NULL.
+
+The output is one row per event of one table, the rows of ``_resolver/changes/<schema>.<table>``:
+
+| column | meaning |
+|---|---|
+| ``__lsn``, ``__pos`` | commit LSN and position in the transaction: the order and the identity |
+| ``__op`` | insert, update, delete or truncate |
+| ``__time``, ``__xid`` | commit time and transaction id (data) |
+| ``__key`` | the key the event gives a row (insert, update), as a struct of the key columns |
+| ``__old_key`` | the key the event finds its row by (update, delete): the identity columns sent, or ``__key`` |
+| ``__present`` | names of the columns the event carried (an insert carries all of them) |
+| source columns | typed values; an absent column is NULL here and ``__present`` says it is absent |
+| ``__bad`` | ``column: text`` for values that did not fit the column's type (they are NULL) |
+| ``__file``, ``__line`` | provenance |
+
+Columns are matched by name, through the schema file's ``renamed_from`` hints. A column absent from an
+update but present in its old-key image (``REPLICA IDENTITY FULL``, or an unchanged identity column) is
+unchanged, so it takes the old value and counts as present. Every cast is a ``try_cast``: a value that does
+not fit (``infinity`` timestamps, BC dates, text in an int column) becomes NULL and is listed in ``__bad``,
+which the caller sends to quarantine; the raw event stays in bronze.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+__all__ = ["Column_", "TableLayout", "explode_events"]
+
+_TIMELIKE = ("date", "timestamp", "timestamp_ntz")
+
+
+@dataclass(frozen=True)
+class Column_:
+    """A lake column: its name, Spark SQL type and the earlier names it had in the stream."""
+
+    name: str
+    type: str
+    renamed_from: tuple[str, ...] = ()
+
+    @property
+    def stream_names(self) -> tuple[str, ...]:
+        return (self.name, *self.renamed_from)
+
+
+@dataclass(frozen=True)
+class TableLayout:
+    """What the resolver needs to know about one source table."""
+
+    table: str
+    columns: tuple[Column_, ...]
+    key: tuple[str, ...]
+    key_source: str = "primary_key"
+    extra: dict[str, str] = field(default_factory=dict, compare=False)
+
+    def column(self, name: str) -> Column_:
+        return next(c for c in self.columns if c.name == name)
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    @property
+    def value_names(self) -> list[str]:
+        """Columns that are not part of the key."""
+        return [c.name for c in self.columns if c.name not in self.key]
+
+    def key_struct_type(self) -> T.StructType:
+        return T.StructType(
+            [T.StructField(k, T._parse_datatype_string(self.column(k).type)) for k in self.key]  # noqa: SLF001
+        )
+
+
+def _typed(text: Column, spark_type: str) -> Column:
+    """``text`` cast to ``spark_type`` without failing: NULL when it does not fit."""
+    if spark_type == "string":
+        return text
+    if spark_type == "binary":
+        return F.try_to_binary(text, F.lit("hex"))
+    cast = text.try_cast(spark_type)
+    if spark_type in _TIMELIKE:  # Spark reads '0044-03-15 BC' as AD 44: refuse it
+        return F.when(text.endswith(" BC"), F.lit(None).cast(spark_type)).otherwise(cast)
+    return cast
+
+
+def _lookup(names: Column, values: Column, candidates: tuple[str, ...]) -> tuple[Column, Column]:
+    """(present, text) of the first of ``candidates`` found in the parallel arrays ``names``/``values``."""
+    present = F.lit(False)
+    text = F.lit(None).cast("string")
+    for name in reversed(candidates):
+        has = F.coalesce(F.array_contains(names, name), F.lit(False))
+        idx = F.array_position(names, name).cast("int")
+        text = F.when(has, F.element_at(values, F.when(idx > 0, idx).otherwise(F.lit(1)))).otherwise(text)
+        present = present | has
+    return present, text
+
+
+def explode_events(events: DataFrame, layout: TableLayout) -> DataFrame:
+    """Typed change rows (see the module doc) of the events of ``layout.table`` in ``events`` (a DataFrame
+    with ``resolver.models.ChangeEvent`` columns). Events without a commit LSN are left out (the caller
+    counts them)."""
+    ev = events.filter((F.col("table") == layout.table) & F.col("commit_lsn").isNotNull())
+    op = F.col("operation")
+    is_insert, is_update, is_delete = op == "insert", op == "update", op == "delete"
+    values: dict[str, Column] = {}
+    old_values: dict[str, Column] = {}
+    present: dict[str, Column] = {}
+    has_old: dict[str, Column] = {}
+    bad: list[Column] = []
+    for col in layout.columns:
+        new_has, new_text = _lookup(F.col("column_names"), F.col("column_values"), col.stream_names)
+        old_has, old_text = _lookup(F.col("old_key_names"), F.col("old_key_values"), col.stream_names)
+        carried = is_insert | new_has | (is_update & old_has)
+        text = F.when(new_has, new_text).when(is_update & old_has, old_text)
+        typed = _typed(text, col.type)
+        values[col.name] = F.when(carried, typed)
+        old_values[col.name] = _typed(old_text, col.type)
+        present[col.name] = carried
+        has_old[col.name] = old_has
+        bad.append(F.when(text.isNotNull() & typed.isNull(), F.concat(F.lit(col.name + ": "), text)))
+        if col.name in layout.key:
+            bad.append(
+                F.when(
+                    old_text.isNotNull() & old_values[col.name].isNull(),
+                    F.concat(F.lit(col.name + " (old key): "), old_text),
+                )
+            )
+    key = F.struct(*[values[k].alias(k) for k in layout.key])
+    sent_old_key = F.lit(bool(layout.key))
+    for k in layout.key:  # an identity that holds every key column (default, FULL); else the key is unchanged
+        sent_old_key = sent_old_key & has_old[k]
+    if layout.key_source == "all_columns":
+        # the whole old row identifies it; format 1 leaves NULL old values out, so absent means NULL
+        sent_old_key = F.coalesce(F.size("old_key_names") > 0, F.lit(False))
+    old_key = F.struct(*[old_values[k].alias(k) for k in layout.key])
+    return ev.select(
+        F.col("commit_lsn").alias("__lsn"),
+        F.col("position").cast("int").alias("__pos"),
+        op.alias("__op"),
+        F.col("commit_time").alias("__time"),
+        F.col("xid").alias("__xid"),
+        F.when(is_insert | is_update, key).alias("__key"),
+        F.when(is_update & sent_old_key, old_key)
+        .when(is_update, key)
+        .when(is_delete & sent_old_key, old_key)
+        .alias("__old_key"),
+        F.filter(
+            F.array(*[F.when(present[c], F.lit(c)) for c in layout.names]), lambda x: x.isNotNull()
+        ).alias("__present"),
+        *[values[c].alias(c) for c in layout.names],
+        F.filter(F.array(*bad), lambda x: x.isNotNull()).alias("__bad"),
+        F.col("source_file").alias("__file"),
+        F.col("source_line").alias("__line"),
+    )

@@ -1,0 +1,247 @@
+"""Resolve typed change rows of one table into history versions, with Spark expressions only.
+
+Input: rows of ``_resolver/changes/<schema>.<table>`` (see ``resolver.explode``) for a set of keys that is
+closed under primary-key changes, plus the table's truncates. Output: every version of those keys (the
+rows of ``silver/<schema>.<table>__history``; semantics in ``docs/silver.md``).
+
+How, in a fixed number of passes plus O(log chain length) rounds:
+
+1. *Touches.* Each event touches keys: an insert or update *produces* its key; a delete, or an update
+   that changes the key (a *move*), *ends* its old key; a truncate ends every key. Per key, in order, the
+   touch before an update's read of its old key is its *parent* when that touch produced the key.
+2. *Segments.* Per key, a run of produced images that continue each other is a segment; a segment that
+   starts with a move has the moved row's segment as its parent. Parents form chains (a row moved many
+   times), resolved to their root by pointer jumping: ``ceil(log2(chain length))`` rounds, each one join
+   and one local checkpoint, stopping when no pointer moved.
+3. *Images.* All segments of one root are one row's life (its *lineage*), totally ordered. A column absent
+   from an event takes the last value the lineage carried (one window pass, ``last(..., ignorenulls)``).
+4. *Versions.* Per key, the state after each transaction (the last touch of the transaction) is an image
+   or *gone*; consecutive equal states collapse; each remaining image is a version that ends at the next
+   state change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from resolver.explode import TableLayout
+
+__all__ = ["MAX_LSN", "MAX_TIME_MICROS", "max_time", "components", "pointer_jump", "resolve_versions"]
+
+MAX_LSN = 2**63 - 1
+MAX_TIME_MICROS = 253402300799999999  # 9999-12-31 23:59:59.999999 UTC
+
+
+def max_time() -> Column:
+    """The end of an open version: the largest timestamp Spark holds, whatever the session time zone."""
+    return F.timestamp_micros(F.lit(MAX_TIME_MICROS))
+
+
+_PRODUCE, _END = 1, 0
+
+
+def pointer_jump(parents: DataFrame, on_round: Callable[[int], None] | None = None) -> tuple[DataFrame, int]:
+    """Roots of a forest given as ``(node, parent)`` rows (parent NULL for a root; every parent is also a
+    node). Returns ``(node, root)`` rows and the number of rounds, which is ``ceil(log2(longest chain))``:
+    each round replaces every pointer by its pointer's pointer. One join, one local checkpoint and one
+    emptiness check per round; nothing else runs."""
+    cur = parents.select("node", F.col("parent").alias("ptr")).localCheckpoint(eager=True)
+    rounds = 0
+    while True:
+        nxt = cur.alias("a").join(cur.alias("b"), F.col("a.ptr") == F.col("b.node"), "left")
+        active = F.col("b.ptr").isNotNull()
+        cur = nxt.select(
+            F.col("a.node").alias("node"),
+            F.when(active, F.col("b.ptr")).otherwise(F.col("a.ptr")).alias("ptr"),
+            active.alias("moved"),
+        ).localCheckpoint(eager=True)
+        rounds += 1
+        if on_round:
+            on_round(rounds)
+        if cur.filter("moved").isEmpty():
+            break
+        cur = cur.drop("moved")
+    return cur.select("node", F.coalesce("ptr", "node").alias("root")), rounds
+
+
+def components(edges: DataFrame, on_round: Callable[[int], None] | None = None) -> tuple[DataFrame, int]:
+    """Connected components of an undirected graph given as ``(u, v)`` edges of orderable node ids.
+    Returns ``(node, comp)`` rows, ``comp`` being the smallest node of the component, and the rounds run.
+
+    Min-label propagation with pointer jumping: each round a node takes the smallest label among its
+    neighbours, then the label of that label. Labels only decrease and stay inside the component, and a
+    fixed point labels a component with its minimum; on a path the reach doubles every round, so a chain
+    of n links takes about log2(n) rounds."""
+    both = edges.select("u", "v").union(edges.select(F.col("v").alias("u"), F.col("u").alias("v")))
+    both = both.union(both.select("u", F.col("u").alias("v"))).distinct().localCheckpoint(eager=True)
+    labels = both.groupBy("u").agg(F.min("v").alias("label")).withColumnRenamed("u", "node")
+    labels = labels.localCheckpoint(eager=True)
+    rounds = 0
+    while True:
+        hop = (
+            both.join(labels.withColumnRenamed("node", "v"), "v")
+            .groupBy("u")
+            .agg(F.min("label").alias("hop"))
+            .withColumnRenamed("u", "node")
+        )
+        jumped = hop.alias("h").join(labels.alias("l"), F.col("h.hop") == F.col("l.node"), "left")
+        new = jumped.select(
+            F.col("h.node").alias("node"), F.least(F.col("h.hop"), F.col("l.label")).alias("label")
+        )
+        step = (
+            new.alias("n")
+            .join(labels.alias("o"), "node")
+            .select(
+                "node",
+                F.col("n.label").alias("label"),
+                (F.col("n.label") != F.col("o.label")).alias("changed"),
+            )
+        )
+        step = step.localCheckpoint(eager=True)
+        rounds += 1
+        if on_round:
+            on_round(rounds)
+        labels = step.select("node", "label")
+        if step.filter("changed").isEmpty():
+            break
+    return labels.withColumnRenamed("label", "comp"), rounds
+
+
+def resolve_versions(changes: DataFrame, layout: TableLayout, moves: bool = True) -> tuple[DataFrame, int]:
+    """History versions of the keys in ``changes`` (typed change rows of one table, closed under moves,
+    plus the table's truncates). ``moves=False`` promises there is no key change among them, which skips
+    the pointer jumping. Returns the versions and the pointer-jumping rounds it took."""
+    values = layout.value_names
+    key_t = layout.key_struct_type()
+    seq = ["__lsn", "__pos"]
+    ev = changes.dropDuplicates(seq)
+    is_update = F.col("__op") == "update"
+    ev = ev.withColumn("__move", is_update & ~F.col("__old_key").eqNullSafe(F.col("__key")))
+    carried = [F.col("__present"), *[F.col(c) for c in values]]
+    no_values = [F.lit(None).cast("array<string>").alias("__present")] + [
+        F.lit(None).cast(ev.schema[c].dataType).alias(c) for c in values
+    ]
+    produce = ev.filter(F.col("__op").isin("insert", "update") & F.col("__key").isNotNull()).select(
+        F.col("__key").alias("__k"),
+        F.lit(_PRODUCE).alias("__kind"),
+        *seq,
+        "__time",
+        "__op",
+        "__move",
+        F.when(F.col("__move"), F.col("__old_key")).alias("__from"),
+        F.lit(None).cast(key_t).alias("__moved_to"),
+        *carried,
+    )
+    ends = ev.filter(((F.col("__op") == "delete") | F.col("__move")) & F.col("__old_key").isNotNull()).select(
+        F.col("__old_key").alias("__k"),
+        F.lit(_END).alias("__kind"),
+        *seq,
+        "__time",
+        "__op",
+        "__move",
+        F.lit(None).cast(key_t).alias("__from"),
+        F.when(F.col("__move"), F.col("__key")).alias("__moved_to"),
+        *no_values,
+    )
+    keys = produce.select("__k").union(ends.select("__k")).distinct()
+    truncates = ev.filter(F.col("__op") == "truncate").select(*seq, "__time")
+    wiped = keys.crossJoin(F.broadcast(truncates)).select(
+        "__k",
+        F.lit(_END).alias("__kind"),
+        *seq,
+        "__time",
+        F.lit("truncate").alias("__op"),
+        F.lit(False).alias("__move"),
+        F.lit(None).cast(key_t).alias("__from"),
+        F.lit(None).cast(key_t).alias("__moved_to"),
+        *no_values,
+    )
+    touches = produce.unionByName(ends).unionByName(wiped)
+    # per key, in order: a produced image starts a segment unless it continues the image just before it
+    by_key = Window.partitionBy("__k").orderBy(*seq)
+    upto = by_key.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    prev_kind = F.lag("__kind").over(by_key)
+    start = (F.col("__kind") == _PRODUCE) & (
+        (F.col("__op") == "insert") | F.col("__move") | F.coalesce(prev_kind != _PRODUCE, F.lit(True))
+    )
+    touches = touches.withColumn("__start", start)
+    # the segment a touch belongs to; for a move's end touch, the segment of the row that moved
+    seg = F.last(F.when(F.col("__start"), F.struct(*seq, "__from")), ignorenulls=True).over(upto)
+    touches = touches.withColumn("__seg", seg).withColumn("__prev_kind", prev_kind)
+    touches = touches.localCheckpoint(eager=True)
+    seg_id = F.struct(F.col("__seg.__lsn").alias("__lsn"), F.col("__seg.__pos").alias("__pos"))
+    rounds = 0
+    if moves:
+        # a segment opened by a move continues the segment the row moved from: chains, resolved to roots
+        move_from = touches.filter(
+            (F.col("__kind") == _END) & F.col("__move") & (F.col("__prev_kind") == _PRODUCE)
+        ).select(*seq, seg_id.alias("parent"))
+        seg_parents = (
+            touches.filter("__start")
+            .select(*seq, seg_id.alias("node"))
+            .join(move_from, seq, "left")
+            .select("node", "parent")
+        )
+        roots, rounds = pointer_jump(seg_parents)
+        prod = touches.filter(F.col("__kind") == _PRODUCE).withColumn("node", seg_id)
+        prod = prod.join(roots, "node").withColumnRenamed("root", "__lineage").drop("node")
+    else:
+        prod = touches.filter(F.col("__kind") == _PRODUCE).withColumn("__lineage", seg_id)
+
+    # images: a column absent from an event takes the last value its row's lineage carried
+    lineage = Window.partitionBy("__lineage").orderBy(*seq).rowsBetween(Window.unboundedPreceding, 0)
+    filled = [
+        F.last(F.when(F.array_contains("__present", c), F.struct(F.col(c).alias("v"))), ignorenulls=True)
+        .over(lineage)
+        .getField("v")
+        .alias(c)
+        for c in values
+    ]
+    image = [F.col("__k").getField(k).alias(k) for k in layout.key]
+    prod = prod.select(
+        "__k",
+        "__kind",
+        *seq,
+        "__time",
+        F.struct(*image, *filled).alias("__img"),
+        # the move that opened the segment, when it happened in this transaction
+        F.when(F.col("__seg.__lsn") == F.col("__lsn"), F.col("__seg.__from")).alias("__moved_from"),
+        "__moved_to",
+    )
+    gone = touches.filter(F.col("__kind") == _END).select(
+        "__k",
+        "__kind",
+        *seq,
+        "__time",
+        F.lit(None).cast(prod.schema["__img"].dataType).alias("__img"),
+        F.lit(None).cast(key_t).alias("__moved_from"),
+        "__moved_to",
+    )
+    states = prod.unionByName(gone)
+    # the state of each key after each transaction: its last touch in the transaction
+    last_in_txn = F.lead("__lsn").over(by_key)
+    states = states.withColumn("__last", last_in_txn.isNull() | (last_in_txn != F.col("__lsn")))
+    states = states.filter("__last").drop("__last", "__pos")
+    by_key_txn = Window.partitionBy("__k").orderBy("__lsn")
+    before = F.lag(F.struct(F.col("__kind"), F.col("__img"))).over(by_key_txn)
+    same = F.coalesce(before.getField("__kind"), F.lit(_END)).eqNullSafe(F.col("__kind")) & before.getField(
+        "__img"
+    ).eqNullSafe(F.col("__img"))
+    kept = states.withColumn("__same", same).filter(~F.col("__same")).drop("__same")
+    nxt = F.lead(F.struct("__kind", "__lsn", "__time", "__moved_to")).over(by_key_txn)
+    kept = kept.withColumn("__next", nxt)
+    versions = kept.filter(F.col("__kind") == _PRODUCE).select(
+        *[F.col("__img").getField(c).alias(c) for c in layout.names],
+        F.col("__lsn").alias("__start_lsn"),
+        F.coalesce(F.col("__next.__lsn"), F.lit(MAX_LSN)).alias("__end_lsn"),
+        F.col("__time").alias("__start_time"),
+        F.when(F.col("__next").isNull(), max_time()).otherwise(F.col("__next.__time")).alias("__end_time"),
+        F.col("__next").isNull().alias("__is_current"),
+        F.coalesce(F.col("__next.__kind") == _END, F.lit(False)).alias("__is_deleted"),
+        "__moved_from",
+        F.col("__next.__moved_to").alias("__moved_to"),
+    )
+    return versions, rounds

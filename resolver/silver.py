@@ -1,0 +1,470 @@
+"""Apply one batch of change events to the silver snapshot and history tables (``docs/silver.md``).
+
+Per table in the batch, a fixed job graph plus O(log chain) pointer-jumping rounds:
+
+1. explode the batch's events against the table's layout (``resolver.explode``) and append the new ones to
+   ``_resolver/changes/<schema>.<table>`` (an insert-only MERGE on (commit LSN, position));
+2. the *affected keys*: the keys the batch touches, closed under primary-key changes (connected components
+   of the move graph, ``resolver.resolve.components``); a truncate affects every key;
+3. resolve every change of the affected keys into versions (``resolver.resolve.resolve_versions``): the
+   result depends only on the set of events held, so replays and any delivery order give the same rows;
+4. diff the versions against the history rows of those keys, and the current versions against the
+   snapshot rows, keeping only real changes; one aggregate counts them for the summary;
+5. one MERGE into the history and one into the snapshot, skipped when there is nothing to change.
+
+The change store is written first and the silver tables are recomputed from it, so a batch cut short by a
+crash is completed by running it again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from delta.tables import DeltaTable
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from resolver import delta
+from resolver.errors import ConfigError
+from resolver.explode import Column_, TableLayout, explode_events
+from resolver.models import TableSummary
+from resolver.pgtypes import spark_type
+from resolver.resolve import components, resolve_versions
+from resolver.tableschema import TableSchema
+
+__all__ = ["apply_changes", "history_path", "snapshot_path"]
+
+log = logging.getLogger(__name__)
+
+SILVER_PROPERTIES = {"delta.enableChangeDataFeed": "true"}
+KEY_PROPERTY = "resolver.key"
+KEY_SOURCE_PROPERTY = "resolver.keySource"
+_TECH_SNAPSHOT = [("__start_lsn", "bigint"), ("__start_time", "timestamp")]
+_TECH_HISTORY = [
+    ("__start_lsn", "bigint"),
+    ("__end_lsn", "bigint"),
+    ("__start_time", "timestamp"),
+    ("__end_time", "timestamp"),
+    ("__is_current", "boolean"),
+    ("__is_deleted", "boolean"),
+]
+
+
+def snapshot_path(lake: str, table: str) -> str:
+    return delta.table_path(lake, f"silver/{table}")
+
+
+def history_path(lake: str, table: str) -> str:
+    return delta.table_path(lake, f"silver/{table}__history")
+
+
+def changes_path(lake: str, table: str) -> str:
+    return delta.table_path(lake, f"_resolver/changes/{table}")
+
+
+def apply_changes(
+    spark: SparkSession,
+    events: DataFrame,
+    lake: str,
+    schemas: Mapping[str, TableSchema] | None = None,
+    *,
+    quarantine_format: str = "events",
+) -> list[TableSummary]:
+    """Apply a batch of change events (a DataFrame with ``resolver.models.ChangeEvent`` columns, e.g.
+    ``read_wal2json(...).events``) to the silver tables of every table in it. One call is one batch.
+
+    ``schemas`` maps ``<schema>.<table>`` to its schema file (``resolver.tableschema.load_schemas``).
+    Returns one summary per table, sorted by table name.
+
+    Example::
+
+        from resolver import apply_changes, read_wal2json
+        batch = read_wal2json(spark, ["landing/0001.json"], "wal2json-v2")
+        for t in apply_changes(spark, batch.events, "lake"):
+            print(t.table, t.inserted, t.updated, t.deleted)
+    """
+    schemas = schemas or {}
+    meta = _batch_metadata(events)
+    summaries = []
+    for table in sorted(meta):
+        summaries.append(
+            _apply_table(
+                spark, events, lake, {**meta[table], "table": table}, schemas.get(table), quarantine_format
+            )
+        )
+    return summaries
+
+
+def _batch_metadata(events: DataFrame) -> dict[str, dict[str, Any]]:
+    """One small aggregate over the batch: per table, its columns and types, the keys the stream reports,
+    the commit-LSN range and counts."""
+    op = F.col("operation")
+    rows = (
+        events.groupBy("table")
+        .agg(
+            F.count(F.when(F.col("commit_lsn").isNotNull(), 1)).alias("events"),
+            F.count(F.when(F.col("commit_lsn").isNull(), 1)).alias("skipped"),
+            F.count(F.when(op == "truncate", 1)).alias("truncates"),
+            F.min("commit_lsn").alias("lo"),
+            F.max("commit_lsn").alias("hi"),
+            F.collect_set(F.arrays_zip("column_names", "column_types")).alias("columns"),
+            F.collect_set(F.arrays_zip("old_key_names", "old_key_types")).alias("old_keys"),
+            F.collect_set(F.when(op.isin("update", "delete"), F.col("old_key_names"))).alias("identities"),
+            F.collect_set("primary_key").alias("pks"),
+        )
+        .collect()
+    )  # one row per table
+    out = {}
+    for r in rows:
+        columns: dict[str, str | None] = {}
+        for zipped in r["columns"]:
+            for pair in zipped or []:
+                columns.setdefault(pair[0], pair[1])
+        old_keys: dict[str, str | None] = {}
+        for zipped in r["old_keys"]:
+            for pair in zipped or []:
+                old_keys.setdefault(pair[0], pair[1])
+        out[r["table"]] = {
+            "events": r["events"],
+            "skipped": r["skipped"],
+            "truncates": r["truncates"],
+            "lo": r["lo"],
+            "hi": r["hi"],
+            "columns": columns,
+            "old_keys": old_keys,
+            "identities": [list(x) for x in r["identities"] if x],
+            "pks": [list(x) for x in r["pks"] if x],
+        }
+    return out
+
+
+def _layout(
+    spark: SparkSession, lake: str, table: str, meta: dict[str, Any], schema: TableSchema | None
+) -> TableLayout:
+    """The table's columns and key: the lake's (if it has the table) evolved by the batch and the schema
+    file. Fails with one line when the batch reports a key that contradicts the lake's."""
+    pinned = {c.name: c for c in (schema.columns if schema else [])}
+    renamed = schema.rename_map() if schema else {}
+    existing: list[Column_] = []
+    props: dict[str, str] = {}
+    path = changes_path(lake, table)
+    if DeltaTable.isDeltaTable(spark, path):
+        target = DeltaTable.forPath(spark, path)
+        props = dict(target.detail().select("properties").first()[0] or {})
+        existing = [
+            Column_(
+                f.name,
+                f.dataType.simpleString(),
+                tuple(pinned[f.name].renamed_from) if f.name in pinned else (),
+            )
+            for f in target.toDF().schema.fields
+            if not f.name.startswith("__")
+        ]
+    columns = {c.name: c for c in existing}
+    stream = dict(meta["old_keys"])
+    stream.update(meta["columns"])
+    for name, pg_type in stream.items():
+        lake_name = renamed.get(name, name)
+        if lake_name in columns:
+            continue
+        spec = pinned.get(lake_name)
+        typ = spec.type if spec and spec.type else spark_type(pg_type) if pg_type else "string"
+        columns[lake_name] = Column_(lake_name, typ, tuple(spec.renamed_from) if spec else ())
+    for name, spec in pinned.items():  # pinned columns the batch did not carry
+        if name not in columns and spec.type:
+            columns[name] = Column_(name, spec.type, tuple(spec.renamed_from))
+    cols = tuple(columns.values())
+    names = [c.name for c in cols]
+    if KEY_PROPERTY in props:
+        key, source = tuple(json.loads(props[KEY_PROPERTY])), props.get(KEY_SOURCE_PROPERTY, "primary_key")
+        reported = _reported_key(meta, schema, renamed)
+        if reported and source != "schema_file" and tuple(reported[0]) != key and source != "all_columns":
+            raise ConfigError(
+                f"table {table}: the stream reports key {list(reported[0])} but the lake was created with "
+                f"key {list(key)}; pin primary_key in {table}.yaml"
+            )
+        if reported and source == "all_columns" and reported[1] != "identity_full":
+            raise ConfigError(
+                f"table {table}: the stream now reports key {list(reported[0])} but the lake was created "
+                f"without one (every column is its key); pin primary_key in {table}.yaml and rebuild"
+            )
+        return TableLayout(table, cols, key, source)
+    reported = _reported_key(meta, schema, renamed)
+    if reported and reported[1] != "identity_full":
+        key, source = tuple(reported[0]), reported[1]
+    else:
+        key, source = tuple(names), "all_columns"
+    missing = [k for k in key if k not in names]
+    if missing:
+        raise ConfigError(f"table {table}: key column(s) {missing} not found; columns are {names}")
+    return TableLayout(table, cols, key, source)
+
+
+def _reported_key(
+    meta: dict[str, Any], schema: TableSchema | None, renamed: dict[str, str]
+) -> tuple[list[str], str] | None:
+    """The key the schema file or the stream gives, and where it came from."""
+    if schema and schema.primary_key:
+        return list(schema.primary_key), "schema_file"
+    if meta["pks"]:
+        return [renamed.get(k, k) for k in meta["pks"][0]], "primary_key"
+    if meta["identities"]:
+        ident = [renamed.get(k, k) for k in meta["identities"][0]]
+        all_cols = set(meta["columns"]) | set(meta["old_keys"])
+        return ident, "identity_full" if set(ident) >= all_cols and len(ident) > 1 else "identity"
+    return None
+
+
+def _tables(spark: SparkSession, lake: str, layout: TableLayout) -> tuple[DeltaTable, DeltaTable, DeltaTable]:
+    """The change store, history and snapshot of the table, created or widened to the layout's columns."""
+    source = T.StructType([T.StructField(c.name, T._parse_datatype_string(c.type)) for c in layout.columns])  # noqa: SLF001
+    key_t = layout.key_struct_type()
+    props = {KEY_PROPERTY: json.dumps(list(layout.key)), KEY_SOURCE_PROPERTY: layout.key_source}
+    store_schema = T.StructType(
+        [
+            T.StructField("__lsn", T.LongType()),
+            T.StructField("__pos", T.IntegerType()),
+            T.StructField("__op", T.StringType()),
+            T.StructField("__time", T.TimestampType()),
+            T.StructField("__xid", T.LongType()),
+            T.StructField("__key", key_t),
+            T.StructField("__old_key", key_t),
+            T.StructField("__present", T.ArrayType(T.StringType())),
+            *source.fields,
+            T.StructField("__bad", T.ArrayType(T.StringType())),
+            T.StructField("__file", T.StringType()),
+            T.StructField("__line", T.LongType()),
+        ]
+    )
+    tech_h = [T.StructField(n, T._parse_datatype_string(t)) for n, t in _TECH_HISTORY]  # noqa: SLF001
+    history_schema = T.StructType(
+        [*source.fields, *tech_h, T.StructField("__moved_from", key_t), T.StructField("__moved_to", key_t)]
+    )
+    snapshot_schema = T.StructType(
+        [*source.fields, *[T.StructField(n, T._parse_datatype_string(t)) for n, t in _TECH_SNAPSHOT]]  # noqa: SLF001
+    )
+    out = []
+    for path, schema, extra, comment in (
+        (changes_path(lake, layout.table), store_schema, {"delta.appendOnly": "true"}, "typed change events"),
+        (history_path(lake, layout.table), history_schema, SILVER_PROPERTIES, "history (SCD2)"),
+        (snapshot_path(lake, layout.table), snapshot_schema, SILVER_PROPERTIES, "snapshot (SCD1)"),
+    ):
+        table = delta.ensure_table(spark, path, schema, {**extra, **props}, f"{layout.table}: {comment}")
+        have = set(table.toDF().columns)
+        new = [f for f in source.fields if f.name not in have]
+        if new:
+            spec = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in new)
+            spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS ({spec})")
+            table = DeltaTable.forPath(spark, path)
+        out.append(table)
+    return out[0], out[1], out[2]
+
+
+@contextmanager
+def _step(table: str, name: str) -> Iterator[None]:
+    start = time.perf_counter()
+    yield
+    log.debug("%s: %s took %.2f s", table, name, time.perf_counter() - start)
+
+
+def _key_hash(col: Column) -> Column:
+    return F.when(col.isNotNull(), F.xxhash64(col))
+
+
+def _apply_table(
+    spark: SparkSession,
+    events: DataFrame,
+    lake: str,
+    meta: dict[str, Any],
+    schema: TableSchema | None,
+    quarantine_format: str,
+) -> TableSummary:
+    name = meta["table"]
+    with _step(name, "layout"):
+        layout = _layout(spark, lake, name, meta, schema)
+    with _step(name, "tables"):
+        store, history, snapshot = _tables(spark, lake, layout)
+    with _step(name, "explode"):
+        rows = explode_events(events, layout).localCheckpoint(eager=True)
+    seq = ["__lsn", "__pos"]
+    store_cols = store.toDF().columns
+    batch = rows.dropDuplicates(seq).select(*store_cols)
+    condition = "t.__lsn = s.__lsn AND t.__pos = s.__pos"
+    if meta["lo"] is not None:
+        condition = f"t.__lsn BETWEEN {int(meta['lo'])} AND {int(meta['hi'])} AND " + condition
+    with _step(name, "store merge"):
+        delta.insert_new(store, batch, condition)
+
+    all_changes = store.toDF()
+    # affected keys: touched by the batch, closed under key changes
+    touched = (
+        rows.select(_key_hash(F.col("__key")).alias("node"))
+        .union(rows.select(_key_hash(F.col("__old_key")).alias("node")))
+        .filter(F.col("node").isNotNull())
+        .distinct()
+    )
+    rounds = 0
+    with _step(name, "affected keys"):
+        moves = all_changes.filter(
+            (F.col("__op") == "update") & ~F.col("__old_key").eqNullSafe(F.col("__key"))
+        ).select(_key_hash(F.col("__old_key")).alias("u"), _key_hash(F.col("__key")).alias("v"))
+        moves = moves.filter(F.col("u").isNotNull() & F.col("v").isNotNull())
+        has_moves = not moves.isEmpty()
+        if meta["truncates"]:
+            affected = None  # a truncate touches every key
+        elif not has_moves:
+            affected = touched.localCheckpoint(eager=True)
+        else:
+            comps, rounds = components(moves)
+            hit = comps.join(touched, "node", "left_semi").select("comp").distinct()
+            linked = comps.join(hit, "comp", "left_semi").select("node")
+            affected = touched.union(linked).distinct().localCheckpoint(eager=True)
+    with _step(name, "read changes"):
+        if affected is None:
+            changes = all_changes
+        else:
+            by_key = all_changes.join(affected, _key_hash(F.col("__key")) == F.col("node"), "left_semi")
+            by_old = all_changes.join(affected, _key_hash(F.col("__old_key")) == F.col("node"), "left_semi")
+            truncs = all_changes.filter(F.col("__op") == "truncate")
+            changes = by_key.union(by_old).union(truncs)
+        changes = changes.localCheckpoint(eager=True)
+    with _step(name, "resolve"):
+        versions, jump_rounds = resolve_versions(changes, layout, moves=has_moves)
+        rounds += jump_rounds
+        versions = versions.withColumn("__kh", _key_hash(F.struct(*layout.key))).localCheckpoint(eager=True)
+    with _step(name, "read history"):
+        hist = history.toDF().withColumn("__kh", _key_hash(F.struct(*layout.key)))
+        if affected is not None:
+            hist = hist.join(affected, F.col("__kh") == F.col("node"), "left_semi")
+        hist = hist.localCheckpoint(eager=True)
+    h_cols = list(history.toDF().columns)
+    hist_changes = _diff(versions, hist, h_cols, ["__kh", "__start_lsn"], [*layout.key, "__start_lsn"])
+    s_cols = snapshot.toDF().columns
+    current = versions.filter("__is_current").select("__kh", *s_cols)
+    was_current = hist.filter("__is_current").select("__kh", *s_cols)
+    snap_changes = _diff(current, was_current, s_cols, ["__kh"], list(layout.key))
+    with _step(name, "counts"):
+        counts = _counts(rows, changes, hist_changes, snap_changes, layout)
+    with _step(name, "history merge"):
+        if counts.get("h_total"):
+            _merge(history, hist_changes, [*layout.key, "__start_lsn"], h_cols)
+    with _step(name, "snapshot merge"):
+        if counts.get("s_total"):
+            _merge(snapshot, snap_changes, list(layout.key), s_cols)
+    if counts.get("bad"):
+        _quarantine_bad(spark, lake, rows, layout, quarantine_format)
+    return TableSummary(
+        table=layout.table,
+        events=meta["events"],
+        skipped=meta["skipped"],
+        inserted=counts.get("s_insert", 0),
+        updated=counts.get("s_update", 0),
+        deleted=counts.get("s_delete", 0),
+        moved=counts.get("moved", 0),
+        late=counts.get("late", 0),
+        versions_written=counts.get("h_total", 0),
+        bad_values=counts.get("bad", 0),
+        rounds=rounds,
+    )
+
+
+def _diff(new: DataFrame, old: DataFrame, cols: list[str], join_on: list[str], key: list[str]) -> DataFrame:
+    """Rows to insert, update or delete so that ``old`` becomes ``new`` (``__action`` says which);
+    identical rows are left out. Rows match on ``join_on`` plus null-safe equality of ``key``."""
+    n, o = (
+        new.select(*join_on, *[c for c in cols if c not in join_on]),
+        old.select(*join_on, *[c for c in cols if c not in join_on]),
+    )
+    cond = [n[c] == o[c] for c in join_on] + [n[c].eqNullSafe(o[c]) for c in key if c not in join_on]
+    joined = n.alias("n").join(o.alias("o"), cond, "full_outer")
+    has_n = F.col("n.__start_lsn").isNotNull()
+    has_o = F.col("o.__start_lsn").isNotNull()
+    same = F.lit(True)
+    for c in cols:
+        same = same & F.col(f"n.`{c}`").eqNullSafe(F.col(f"o.`{c}`"))
+    action = F.when(has_n & ~has_o, "insert").when(~has_n & has_o, "delete").when(~same, "update")
+    picked = [F.when(has_n, F.col(f"n.`{c}`")).otherwise(F.col(f"o.`{c}`")).alias(c) for c in cols]
+    return joined.select(*picked, action.alias("__action")).filter(F.col("__action").isNotNull())
+
+
+def _counts(
+    rows: DataFrame, changes: DataFrame, hist: DataFrame, snap: DataFrame, layout: TableLayout
+) -> dict[str, int]:
+    """One aggregate: history/snapshot changes by action, the batch's moves, late events and bad values."""
+    in_batch = rows.select(*["__lsn", "__pos"]).distinct().withColumn("__in", F.lit(True))
+    touches = (
+        changes.select("__lsn", "__pos", F.col("__key").alias("__k"))
+        .union(changes.select("__lsn", "__pos", F.col("__old_key").alias("__k")))
+        .filter(F.col("__k").isNotNull())
+        .join(in_batch, ["__lsn", "__pos"], "left")
+    )
+    newest_held = touches.filter(F.col("__in").isNull()).groupBy("__k").agg(F.max("__lsn").alias("__held"))
+    late = (
+        touches.filter(F.col("__in"))
+        .join(newest_held, "__k")
+        .filter(F.col("__lsn") < F.col("__held"))
+        .select("__lsn", "__pos")
+        .distinct()
+        .select(F.lit("late").alias("name"))
+    )
+    is_move = (F.col("__op") == "update") & ~F.col("__old_key").eqNullSafe(F.col("__key"))
+    labels = (
+        hist.select(F.concat(F.lit("h_"), "__action").alias("name"))
+        .union(hist.select(F.lit("h_total")))
+        .union(snap.select(F.concat(F.lit("s_"), "__action")))
+        .union(snap.select(F.lit("s_total")))
+        .union(rows.dropDuplicates(["__lsn", "__pos"]).filter(is_move).select(F.lit("moved")))
+        .union(rows.select(F.explode("__bad")).select(F.lit("bad")))
+        .union(late)
+    )
+    return {r["name"]: int(r["n"]) for r in labels.groupBy("name").agg(F.count("*").alias("n")).collect()}
+
+
+def _merge(target: DeltaTable, changes: DataFrame, key: list[str], cols: list[str]) -> None:
+    """One MERGE applying ``changes`` (with ``__action``) to ``target``, matching on ``key`` null-safely."""
+    on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key)
+    values = {f"`{c}`": f"s.`{c}`" for c in cols}
+    (
+        target.alias("t")
+        .merge(changes.alias("s"), on)
+        .whenMatchedDelete("s.__action = 'delete'")
+        .whenMatchedUpdate("s.__action = 'update'", values)
+        .whenNotMatchedInsert("s.__action = 'insert'", values)
+        .execute()
+    )
+
+
+def _quarantine_bad(spark: SparkSession, lake: str, rows: DataFrame, layout: TableLayout, fmt: str) -> None:
+    """Values that did not fit their column go to quarantine (the event was applied with NULL there)."""
+    from resolver.bronze import write_quarantine
+
+    bad = rows.select("__file", "__line", "__lsn", "__pos", F.explode("__bad").alias("bad"))
+    column = F.substring_index("bad", ": ", 1)
+    text = F.expr("substring(bad, length(substring_index(bad, ': ', 1)) + 3)")
+    types = F.create_map(*[x for c in layout.columns for x in (F.lit(c.name), F.lit(c.type))])
+    records = bad.select(
+        F.col("__file").alias("source_file"),
+        F.col("__line").cast("long").alias("source_line"),
+        F.lit(fmt).alias("format"),
+        F.concat(
+            F.lit(f"{layout.table}."),
+            column,
+            F.lit(": value does not fit type "),
+            F.coalesce(types[F.regexp_replace(column, r" \(old key\)$", "")], F.lit("?")),
+            F.lit(" (commit LSN "),
+            F.col("__lsn").cast("string"),
+            F.lit(", position "),
+            F.col("__pos").cast("string"),
+            F.lit("); stored as NULL"),
+        ).alias("reason"),
+        text.alias("raw"),
+        F.lit(None).cast("binary").alias("raw_bytes"),
+    )
+    files = [r[0] for r in records.select("source_file").distinct().collect()]
+    write_quarantine(spark, lake, records, files)
