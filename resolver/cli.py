@@ -27,7 +27,14 @@ def _parser() -> argparse.ArgumentParser:
         "ingest",
         help="ingest wal2json files as one batch into a lake",
         description="Read wal2json files (one batch, in the order given), validate every record, append new "
-        "change events to <lake>/bronze/change_events and bad records to <lake>/quarantine.",
+        "change events to <lake>/bronze/change_events and bad records to <lake>/quarantine, then bring each "
+        "table's snapshot <lake>/silver/<schema>.<table> and history <lake>/silver/<schema>.<table>__history "
+        "up to date. Running a batch again, or batches in any order, gives the same tables.",
+        epilog="examples:\n"
+        "  resolver ingest samples/wal2json-v2 --lake lake --format wal2json-v2\n"
+        "  resolver ingest landing/0001.json landing/0002.json --lake lake --format wal2json-v1 "
+        "--schemas schemas/",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ingest.add_argument("files", nargs="+", metavar="FILE", help="wal2json files, or folders of them")
     ingest.add_argument("--lake", required=True, metavar="DIR", help="lake folder (created if missing)")
@@ -68,6 +75,7 @@ def _ingest(args: argparse.Namespace) -> int:
     from resolver.session import local_session
 
     files = list_files(args.files)  # fail fast on bad input or schema files, before starting Spark
+    schemas = None
     if args.schemas is not None:
         from resolver.tableschema import load_schemas
 
@@ -76,7 +84,7 @@ def _ingest(args: argparse.Namespace) -> int:
     started = time.monotonic()
     print(f"resolver: ingesting {len(files)} file(s) as {args.format} into {args.lake}", file=sys.stderr)
     spark = local_session(master=args.master)
-    summary = ingest(spark, files, args.lake, args.format)
+    summary = ingest(spark, files, args.lake, args.format, schemas)
     for line in summary.lines():
         print(line)
     print(f"elapsed              {time.monotonic() - started:.1f} s")

@@ -8,7 +8,7 @@ The output is one row per event of one table, the rows of ``_resolver/changes/<s
 | ``__op`` | insert, update, delete or truncate |
 | ``__time``, ``__xid`` | commit time and transaction id (data) |
 | ``__key`` | the key the event gives a row (insert, update), as a struct of the key columns |
-| ``__old_key`` | the key the event finds its row by (update, delete): the identity columns sent, or ``__key`` |
+| ``__old_key`` | the key the event finds its row by (update, delete): the identity sent, or ``__key`` |
 | ``__present`` | names of the columns the event carried (an insert carries all of them) |
 | source columns | typed values; an absent column is NULL here and ``__present`` says it is absent |
 | ``__bad`` | ``column: text`` for values that did not fit the column's type (they are NULL) |

@@ -149,5 +149,5 @@ def table_lines(tables: list[TableSummary]) -> list[str]:
         for t in tables
     ]
     widths = [max(len(str(r[i])) for r in [heads, *rows]) for i in range(len(heads))]
-    fmt = "  ".join("{:<%d}" % widths[0] if i == 0 else "{:>%d}" % w for i, w in enumerate(widths))
+    fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
     return ["", fmt.format(*heads), *(fmt.format(*r) for r in rows)]

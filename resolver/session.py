@@ -21,6 +21,8 @@ _DEFAULTS = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.databricks.delta.snapshotPartitions": "2",
     "spark.databricks.delta.merge.repartitionBeforeWrite.enabled": "true",
+    # the resolver's MERGE sources are local checkpoints (deterministic): no second copy is needed
+    "spark.databricks.delta.merge.materializeSource": "none",
     "spark.driver.memory": "4g",
     "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
     "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",

@@ -22,7 +22,9 @@ import json
 import logging
 import time
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import reduce
 from typing import Any
 
 from delta.tables import DeltaTable
@@ -35,6 +37,7 @@ from resolver.errors import ConfigError
 from resolver.explode import Column_, TableLayout, explode_events
 from resolver.models import TableSummary
 from resolver.pgtypes import spark_type
+from resolver.read import QUARANTINE_SCHEMA
 from resolver.resolve import components, resolve_versions
 from resolver.tableschema import TableSchema
 
@@ -43,6 +46,7 @@ __all__ = ["apply_changes", "history_path", "snapshot_path"]
 log = logging.getLogger(__name__)
 
 SILVER_PROPERTIES = {"delta.enableChangeDataFeed": "true"}
+_PARALLEL_TABLES = 4
 KEY_PROPERTY = "resolver.key"
 KEY_SOURCE_PROPERTY = "resolver.keySource"
 _TECH_SNAPSHOT = [("__start_lsn", "bigint"), ("__start_time", "timestamp")]
@@ -91,14 +95,21 @@ def apply_changes(
     """
     schemas = schemas or {}
     meta = _batch_metadata(events)
-    summaries = []
-    for table in sorted(meta):
-        summaries.append(
-            _apply_table(
-                spark, events, lake, {**meta[table], "table": table}, schemas.get(table), quarantine_format
-            )
-        )
-    return summaries
+
+    def one(table: str) -> tuple[TableSummary, DataFrame | None]:
+        return _apply_table(spark, events, lake, {**meta[table], "table": table}, schemas.get(table))
+
+    # tables are independent: their jobs overlap on one session (Delta commits per table do not conflict)
+    with ThreadPoolExecutor(max_workers=max(1, min(_PARALLEL_TABLES, len(meta)))) as pool:
+        results = list(pool.map(one, sorted(meta)))
+    bad = [b for _, b in results if b is not None]
+    if bad:
+        from resolver.bronze import write_quarantine
+
+        records = reduce(DataFrame.unionByName, bad).withColumn("format", F.lit(quarantine_format))
+        files = [r[0] for r in records.select("source_file").distinct().collect()]  # a few file names
+        write_quarantine(spark, lake, records.select(*QUARANTINE_SCHEMA.fieldNames()), files)
+    return [summary for summary, _ in results]
 
 
 def _batch_metadata(events: DataFrame) -> dict[str, dict[str, Any]]:
@@ -278,13 +289,9 @@ def _key_hash(col: Column) -> Column:
 
 
 def _apply_table(
-    spark: SparkSession,
-    events: DataFrame,
-    lake: str,
-    meta: dict[str, Any],
-    schema: TableSchema | None,
-    quarantine_format: str,
-) -> TableSummary:
+    spark: SparkSession, events: DataFrame, lake: str, meta: dict[str, Any], schema: TableSchema | None
+) -> tuple[TableSummary, DataFrame | None]:
+    """Bring one table's silver tables up to date; also returns its quarantine records, if any."""
     name = meta["table"]
     with _step(name, "layout"):
         layout = _layout(spark, lake, name, meta, schema)
@@ -328,11 +335,15 @@ def _apply_table(
     with _step(name, "read changes"):
         if affected is None:
             changes = all_changes
-        else:
-            by_key = all_changes.join(affected, _key_hash(F.col("__key")) == F.col("node"), "left_semi")
-            by_old = all_changes.join(affected, _key_hash(F.col("__old_key")) == F.col("node"), "left_semi")
-            truncs = all_changes.filter(F.col("__op") == "truncate")
-            changes = by_key.union(by_old).union(truncs)
+        else:  # one scan: each change under both of its keys, kept once if either is affected
+            nodes = F.explode(F.array(_key_hash(F.col("__key")), _key_hash(F.col("__old_key"))))
+            changes = (
+                all_changes.withColumn("node", nodes)
+                .join(F.broadcast(affected), "node", "left_semi")
+                .drop("node")
+                .union(all_changes.filter(F.col("__op") == "truncate"))
+                .dropDuplicates(seq)
+            )
         changes = changes.localCheckpoint(eager=True)
     with _step(name, "resolve"):
         versions, jump_rounds = resolve_versions(changes, layout, moves=has_moves)
@@ -357,8 +368,7 @@ def _apply_table(
     with _step(name, "snapshot merge"):
         if counts.get("s_total"):
             _merge(snapshot, snap_changes, list(layout.key), s_cols)
-    if counts.get("bad"):
-        _quarantine_bad(spark, lake, rows, layout, quarantine_format)
+    bad = _bad_values(rows, layout) if counts.get("bad") else None
     return TableSummary(
         table=layout.table,
         events=meta["events"],
@@ -371,7 +381,7 @@ def _apply_table(
         versions_written=counts.get("h_total", 0),
         bad_values=counts.get("bad", 0),
         rounds=rounds,
-    )
+    ), bad
 
 
 def _diff(new: DataFrame, old: DataFrame, cols: list[str], join_on: list[str], key: list[str]) -> DataFrame:
@@ -440,18 +450,16 @@ def _merge(target: DeltaTable, changes: DataFrame, key: list[str], cols: list[st
     )
 
 
-def _quarantine_bad(spark: SparkSession, lake: str, rows: DataFrame, layout: TableLayout, fmt: str) -> None:
-    """Values that did not fit their column go to quarantine (the event was applied with NULL there)."""
-    from resolver.bronze import write_quarantine
-
+def _bad_values(rows: DataFrame, layout: TableLayout) -> DataFrame:
+    """Quarantine records for the values that did not fit their column (the event was applied with NULL
+    there): which table, column, type, commit LSN and position, and the value's text."""
     bad = rows.select("__file", "__line", "__lsn", "__pos", F.explode("__bad").alias("bad"))
     column = F.substring_index("bad", ": ", 1)
     text = F.expr("substring(bad, length(substring_index(bad, ': ', 1)) + 3)")
     types = F.create_map(*[x for c in layout.columns for x in (F.lit(c.name), F.lit(c.type))])
-    records = bad.select(
+    return bad.select(
         F.col("__file").alias("source_file"),
         F.col("__line").cast("long").alias("source_line"),
-        F.lit(fmt).alias("format"),
         F.concat(
             F.lit(f"{layout.table}."),
             column,
@@ -466,5 +474,3 @@ def _quarantine_bad(spark: SparkSession, lake: str, rows: DataFrame, layout: Tab
         text.alias("raw"),
         F.lit(None).cast("binary").alias("raw_bytes"),
     )
-    files = [r[0] for r in records.select("source_file").distinct().collect()]
-    write_quarantine(spark, lake, records, files)
