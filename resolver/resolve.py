@@ -29,7 +29,15 @@ from pyspark.sql import functions as F
 
 from resolver.explode import TableLayout
 
-__all__ = ["MAX_LSN", "MAX_TIME_MICROS", "max_time", "components", "pointer_jump", "resolve_versions"]
+__all__ = [
+    "MAX_LSN",
+    "MAX_TIME_MICROS",
+    "components",
+    "linked_keys",
+    "max_time",
+    "pointer_jump",
+    "resolve_versions",
+]
 
 MAX_LSN = 2**63 - 1
 MAX_TIME_MICROS = 253402300799999999  # 9999-12-31 23:59:59.999999 UTC
@@ -108,6 +116,40 @@ def components(edges: DataFrame, on_round: Callable[[int], None] | None = None) 
         if step.filter("changed").isEmpty():
             break
     return labels.withColumnRenamed("label", "comp"), rounds
+
+
+def linked_keys(moves: DataFrame) -> tuple[DataFrame, int]:
+    """Connected components of keys linked by key changes. ``moves`` has ``(__lsn, __pos, u, v)``: a move
+    from key id ``u`` to key id ``v`` (long ids). Returns ``(node, comp)`` rows and the rounds run.
+
+    A row moved many times is a chain of moves: each move's successor is the first move out of its new key
+    after it. The chains are resolved to their last move by pointer jumping (``ceil(log2(length))``
+    rounds), then keys are joined to their chains' roots and the components of that graph are found by
+    label propagation, which needs only a few rounds because its diameter no longer grows with the chains
+    (only with keys reused by different rows)."""
+    seq = ["__lsn", "__pos"]
+    out_of = moves.select(F.col("u").alias("__k"), *seq, F.lit(True).alias("__out"))
+    into = moves.select(F.col("v").alias("__k"), *seq, F.lit(False).alias("__out"))
+    after = Window.partitionBy("__k").orderBy(*seq).rowsBetween(1, Window.unboundedFollowing)
+    nxt = F.first(F.when(F.col("__out"), F.struct(*seq)), ignorenulls=True).over(after)
+    successors = (
+        out_of.unionByName(into)
+        .withColumn("parent", nxt)
+        .filter(~F.col("__out"))
+        .select(F.struct(*seq).alias("node"), "parent")
+    )
+    roots, chain_rounds = pointer_jump(successors)
+    chain_id = F.xxhash64(F.lit("chain"), F.col("root"))
+    edges = (
+        moves.select(F.struct(*seq).alias("node"), "u", "v")
+        .join(roots, "node")
+        .select("u", "v", chain_id.alias("c"))
+    )
+    graph = edges.select("u", F.col("c").alias("v")).union(
+        edges.select(F.col("v").alias("u"), F.col("c").alias("v"))
+    )
+    comps, cc_rounds = components(graph)
+    return comps, chain_rounds + cc_rounds
 
 
 def resolve_versions(changes: DataFrame, layout: TableLayout, moves: bool = True) -> tuple[DataFrame, int]:

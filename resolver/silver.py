@@ -38,7 +38,7 @@ from resolver.explode import Column_, TableLayout, explode_events
 from resolver.models import TableSummary
 from resolver.pgtypes import spark_type
 from resolver.read import QUARANTINE_SCHEMA
-from resolver.resolve import components, resolve_versions
+from resolver.resolve import linked_keys, resolve_versions
 from resolver.tableschema import TableSchema
 
 __all__ = ["apply_changes", "history_path", "snapshot_path"]
@@ -320,7 +320,9 @@ def _apply_table(
     with _step(name, "affected keys"):
         moves = all_changes.filter(
             (F.col("__op") == "update") & ~F.col("__old_key").eqNullSafe(F.col("__key"))
-        ).select(_key_hash(F.col("__old_key")).alias("u"), _key_hash(F.col("__key")).alias("v"))
+        ).select(
+            "__lsn", "__pos", _key_hash(F.col("__old_key")).alias("u"), _key_hash(F.col("__key")).alias("v")
+        )
         moves = moves.filter(F.col("u").isNotNull() & F.col("v").isNotNull())
         has_moves = not moves.isEmpty()
         if meta["truncates"]:
@@ -328,7 +330,7 @@ def _apply_table(
         elif not has_moves:
             affected = touched.localCheckpoint(eager=True)
         else:
-            comps, rounds = components(moves)
+            comps, rounds = linked_keys(moves)
             hit = comps.join(touched, "node", "left_semi").select("comp").distinct()
             linked = comps.join(hit, "comp", "left_semi").select("node")
             affected = touched.union(linked).distinct().localCheckpoint(eager=True)
