@@ -49,7 +49,9 @@ def write_inputs(folder: Path, rows: int, batch: int, seed: int = 0) -> tuple[Pa
     lines: list[str] = []
     xid, lsn = 1000, 1 << 24
     for start in range(0, rows, 1000):
-        changes = [{"action": "I", "columns": _cols(i, "0.00", "new"), "pk": PK} for i in range(start, start + 1000)]
+        changes = [
+            {"action": "I", "columns": _cols(i, "0.00", "new"), "pk": PK} for i in range(start, start + 1000)
+        ]
         xid, lsn = xid + 1, lsn + 4096
         _txn(lines, xid, lsn, changes)
     base = folder / "base.json"
@@ -73,7 +75,14 @@ def write_inputs(folder: Path, rows: int, batch: int, seed: int = 0) -> tuple[Pa
             live.discard(k)
             next_key += 1
         else:
-            pending.append({"action": "U", "columns": _cols(k, f"{rnd.randrange(10**6)}.00", f"n{n}"), "identity": ident, "pk": PK})
+            pending.append(
+                {
+                    "action": "U",
+                    "columns": _cols(k, f"{rnd.randrange(10**6)}.00", f"n{n}"),
+                    "identity": ident,
+                    "pk": PK,
+                }
+            )
         if len(pending) == 100:
             xid, lsn = xid + 1, lsn + 4096
             _txn(lines, xid, lsn, pending)
@@ -109,10 +118,20 @@ def main() -> None:
                 f"inserted {t.inserted} updated {t.updated} deleted {t.deleted} moved {t.moved} "
                 f"versions written {t.versions_written} rounds {t.rounds}"
             )
-        for label, path in (("history", history_path(lake, "public.accounts")), ("snapshot", snapshot_path(lake, "public.accounts"))):
+        for label, path in (
+            ("history", history_path(lake, "public.accounts")),
+            ("snapshot", snapshot_path(lake, "public.accounts")),
+        ):
             last = spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT 1").select("operationMetrics").first()[0]
-            keep = ("numTargetFilesAdded", "numTargetFilesRemoved", "numTargetRowsCopied", "numTargetRowsUpdated",
-                    "numTargetRowsInserted", "numTargetRowsDeleted", "executionTimeMs")
+            keep = (
+                "numTargetFilesAdded",
+                "numTargetFilesRemoved",
+                "numTargetRowsCopied",
+                "numTargetRowsUpdated",
+                "numTargetRowsInserted",
+                "numTargetRowsDeleted",
+                "executionTimeMs",
+            )
             print(label, {k: last.get(k) for k in keep})
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -145,9 +145,10 @@ def table_lines(tables: list[TableSummary]) -> list[str]:
         return []
     heads = ["table", "events", "inserted", "updated", "deleted", "moved", "late", "quarantined", "skipped"]
     rows = [
-        [t.table, t.events, t.inserted, t.updated, t.deleted, t.moved, t.late, t.bad_values, t.skipped]
+        [str(v) for v in (t.table, t.events, t.inserted, t.updated, t.deleted, t.moved, t.late)]
+        + [str(t.bad_values), str(t.skipped)]
         for t in tables
     ]
-    widths = [max(len(str(r[i])) for r in [heads, *rows]) for i in range(len(heads))]
+    widths = [max(len(r[i]) for r in [heads, *rows]) for i in range(len(heads))]
     fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
     return ["", fmt.format(*heads), *(fmt.format(*r) for r in rows)]

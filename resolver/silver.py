@@ -167,7 +167,8 @@ def _layout(
     path = changes_path(lake, table)
     if DeltaTable.isDeltaTable(spark, path):
         target = DeltaTable.forPath(spark, path)
-        props = dict(target.detail().select("properties").first()[0] or {})
+        detail = target.detail().select("properties").first()
+        props = dict(detail[0] or {}) if detail else {}
         existing = [
             Column_(
                 f.name,
@@ -181,7 +182,7 @@ def _layout(
     stream = dict(meta["old_keys"])
     stream.update(meta["columns"])
     for name, pg_type in stream.items():
-        lake_name = renamed.get(name, name)
+        lake_name = renamed.get(name) or name
         if lake_name in columns:
             continue
         spec = pinned.get(lake_name)
@@ -441,7 +442,7 @@ def _counts(
 def _merge(target: DeltaTable, changes: DataFrame, key: list[str], cols: list[str]) -> None:
     """One MERGE applying ``changes`` (with ``__action``) to ``target``, matching on ``key`` null-safely."""
     on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key)
-    values = {f"`{c}`": f"s.`{c}`" for c in cols}
+    values: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in cols}
     (
         target.alias("t")
         .merge(changes.alias("s"), on)
