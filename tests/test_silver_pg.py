@@ -61,7 +61,8 @@ def test_a_thousand_key_changes_resolve_in_logarithmic_rounds(
     moved = history.filter("__moved_to IS NOT NULL").select("id", "__moved_to.id").collect()
     assert sorted((r[0], r[1]) for r in moved) == [(i, i + 1) for i in range(MOVES)]
 
-    # the same stream in three batches, delivered last to first: the same rows
+    # the same stream in three batches, delivered last to first: the same rows (the columns may come in
+    # another order: a column joins the table when a batch first carries it)
     lake2 = str(tmp_path / "lake2")
     batches = _split_v2(lines, 3)
     for i, batch in reversed(list(enumerate(batches))):
@@ -70,7 +71,7 @@ def test_a_thousand_key_changes_resolve_in_logarithmic_rounds(
         ingest(spark, [str(path)], lake2, "wal2json-v2")
     for path in (snapshot_path, history_path):
         a = spark.read.format("delta").load(path(lake, "public.chain"))
-        b = spark.read.format("delta").load(path(lake2, "public.chain"))
+        b = spark.read.format("delta").load(path(lake2, "public.chain")).select(*a.columns)
         assert a.exceptAll(b).isEmpty() and b.exceptAll(a).isEmpty()
 
 
