@@ -853,12 +853,15 @@ def write_batches(
     return batches
 
 
-SCENARIOS = ("in-order", "shuffled", "replayed")
+SCENARIOS = ("whole", "in-order", "shuffled", "replayed")
 
 
-def batch_order(scenario: str, count: int, rng: random.Random) -> list[int]:
-    """Which batch each ingest call delivers: ``in-order``; ``shuffled`` (never the identity); ``replayed``:
-    shuffled, with an already delivered batch delivered again in between and another one at the end."""
+def batch_order(scenario: str, count: int, rng: random.Random) -> list[list[int]]:
+    """Which batches each ingest call delivers: ``whole`` (all in one call); ``in-order``; ``shuffled`` (never
+    the identity); ``replayed``: shuffled, with an already delivered batch delivered again in between and
+    another one at the end."""
+    if scenario == "whole":
+        return [list(range(count))]
     order = list(range(count))
     if scenario in ("shuffled", "replayed") and count > 1:
         while order == sorted(order):
@@ -867,7 +870,7 @@ def batch_order(scenario: str, count: int, rng: random.Random) -> list[int]:
         at = rng.randrange(1, count)  # after the first `at` deliveries
         order.insert(at, order[rng.randrange(at)])
         order.append(rng.choice(order))
-    return order
+    return [[i] for i in order]
 
 
 # --- the lake ---------------------------------------------------------------------------------------
