@@ -133,7 +133,7 @@ def explode_events(events: DataFrame, layout: TableLayout) -> DataFrame:
     sent_old_key = F.lit(bool(layout.key))
     for k in layout.key:  # an identity that holds every key column (default, FULL); else the key is unchanged
         sent_old_key = sent_old_key & has_old[k]
-    if layout.key_source == "all_columns":
+    if layout.key_source in ("all_columns", "identity_full"):
         # the whole old row identifies it; format 1 leaves NULL old values out, so absent means NULL
         sent_old_key = F.coalesce(F.size("old_key_names") > 0, F.lit(False))
     old_key = F.struct(*[old_values[k].alias(k) for k in layout.key])

@@ -174,7 +174,6 @@ def resolve_versions(changes: DataFrame, layout: TableLayout, moves: bool = True
         "__op",
         "__move",
         F.when(F.col("__move"), F.col("__old_key")).alias("__from"),
-        F.lit(None).cast(key_t).alias("__moved_to"),
         *carried,
     )
     ends = ev.filter(((F.col("__op") == "delete") | F.col("__move")) & F.col("__old_key").isNotNull()).select(
@@ -185,7 +184,6 @@ def resolve_versions(changes: DataFrame, layout: TableLayout, moves: bool = True
         "__op",
         "__move",
         F.lit(None).cast(key_t).alias("__from"),
-        F.when(F.col("__move"), F.col("__key")).alias("__moved_to"),
         *no_values,
     )
     keys = produce.select("__k").union(ends.select("__k")).distinct()
@@ -198,7 +196,6 @@ def resolve_versions(changes: DataFrame, layout: TableLayout, moves: bool = True
         F.lit("truncate").alias("__op"),
         F.lit(False).alias("__move"),
         F.lit(None).cast(key_t).alias("__from"),
-        F.lit(None).cast(key_t).alias("__moved_to"),
         *no_values,
     )
     touches = produce.unionByName(ends).unionByName(wiped)
@@ -213,25 +210,57 @@ def resolve_versions(changes: DataFrame, layout: TableLayout, moves: bool = True
     # the segment a touch belongs to; for a move's end touch, the segment of the row that moved
     seg = F.last(F.when(F.col("__start"), F.struct(*seq, "__from")), ignorenulls=True).over(upto)
     touches = touches.withColumn("__seg", seg).withColumn("__prev_kind", prev_kind)
-    touches = touches.localCheckpoint(eager=True)
+    touches = touches.withColumn("__prev_lsn", F.lag("__lsn").over(by_key)).localCheckpoint(eager=True)
     seg_id = F.struct(F.col("__seg.__lsn").alias("__lsn"), F.col("__seg.__pos").alias("__pos"))
+    is_prod = F.col("__kind") == _PRODUCE
     rounds = 0
+    prod = touches.filter(is_prod)
     if moves:
         # a segment opened by a move continues the segment the row moved from: chains, resolved to roots
-        move_from = touches.filter(
-            (F.col("__kind") == _END) & F.col("__move") & (F.col("__prev_kind") == _PRODUCE)
-        ).select(*seq, seg_id.alias("parent"))
-        seg_parents = (
-            touches.filter("__start")
-            .select(*seq, seg_id.alias("node"))
-            .join(move_from, seq, "left")
-            .select("node", "parent")
+        move_ends = touches.filter((F.col("__kind") == _END) & F.col("__move")).select(
+            *seq,
+            F.when(F.col("__prev_kind") == _PRODUCE, seg_id).alias("parent"),
+            F.coalesce(F.col("__prev_lsn") == F.col("__lsn"), F.lit(False)).alias("__settled"),
         )
-        roots, rounds = pointer_jump(seg_parents)
-        prod = touches.filter(F.col("__kind") == _PRODUCE).withColumn("node", seg_id)
-        prod = prod.join(roots, "node").withColumnRenamed("root", "__lineage").drop("node")
+        # where a lineage was when its first transaction began: an update of a row the changes do not hold
+        # tells that the row had its old key then, unless the transaction touched that key before
+        origin = (
+            F.when(F.col("__op") == "insert", F.lit(None))
+            .when(F.col("__move"), F.when(F.col("parent").isNull() & ~F.col("__settled"), F.col("__from")))
+            .when(F.coalesce(F.col("__prev_lsn") != F.col("__lsn"), F.lit(True)), F.col("__k"))
+        )
+        starts = (
+            touches.filter("__start")
+            .join(move_ends, seq, "left")
+            .select(F.struct(*seq).alias("node"), "parent", origin.alias("__origin"))
+            .localCheckpoint(eager=True)
+        )
+        roots, rounds = pointer_jump(starts.select("node", "parent"))
+        roots = roots.join(starts.select(F.col("node").alias("root"), "__origin"), "root").withColumnRenamed(
+            "root", "__lineage"
+        )
+        # the touches of a row's life: its images, and the end (delete, move, truncate) of a live image
+        live = touches.filter(is_prod | (F.col("__prev_kind") == _PRODUCE)).withColumn("node", seg_id)
+        live = live.join(roots, "node").drop("node").localCheckpoint(eager=True)
+        prod = live.filter(is_prod)
+        # per lineage and transaction: where the row is after it (NULL: gone) and where it was before it
+        by_lineage = Window.partitionBy("__lineage").orderBy("__lsn")
+        last = F.max_by(F.struct("__kind", "__k"), F.struct("__pos", "__kind"))
+        after = F.when(F.col("__last.__kind") == _PRODUCE, F.col("__last.__k"))
+        steps = (
+            live.groupBy("__lineage", "__lsn")
+            .agg(last.alias("__last"), F.first("__origin").alias("__origin"))
+            .withColumn("__after", after)
+            .withColumn(
+                "__before",
+                F.when(F.lag("__lsn").over(by_lineage).isNull(), F.col("__origin")).otherwise(
+                    F.lag("__after").over(by_lineage)
+                ),
+            )
+            .select("__lineage", "__lsn", "__before", "__after")
+        )
     else:
-        prod = touches.filter(F.col("__kind") == _PRODUCE).withColumn("__lineage", seg_id)
+        prod = prod.withColumn("__lineage", seg_id)
 
     # images: a column absent from an event takes the last value its row's lineage carried
     lineage = Window.partitionBy("__lineage").orderBy(*seq).rowsBetween(Window.unboundedPreceding, 0)
@@ -249,9 +278,7 @@ def resolve_versions(changes: DataFrame, layout: TableLayout, moves: bool = True
         *seq,
         "__time",
         F.struct(*image, *filled).alias("__img"),
-        # the move that opened the segment, when it happened in this transaction
-        F.when(F.col("__seg.__lsn") == F.col("__lsn"), F.col("__seg.__from")).alias("__moved_from"),
-        "__moved_to",
+        "__lineage",
     )
     gone = touches.filter(F.col("__kind") == _END).select(
         "__k",
@@ -259,8 +286,7 @@ def resolve_versions(changes: DataFrame, layout: TableLayout, moves: bool = True
         *seq,
         "__time",
         F.lit(None).cast(prod.schema["__img"].dataType).alias("__img"),
-        F.lit(None).cast(key_t).alias("__moved_from"),
-        "__moved_to",
+        F.lit(None).cast(prod.schema["__lineage"].dataType).alias("__lineage"),
     )
     states = prod.unionByName(gone)
     # the state of each key after each transaction: its last touch in the transaction
@@ -273,9 +299,27 @@ def resolve_versions(changes: DataFrame, layout: TableLayout, moves: bool = True
         "__img"
     ).eqNullSafe(F.col("__img"))
     kept = states.withColumn("__same", same).filter(~F.col("__same")).drop("__same")
-    nxt = F.lead(F.struct("__kind", "__lsn", "__time", "__moved_to")).over(by_key_txn)
+    nxt = F.lead(F.struct("__kind", "__lsn", "__time")).over(by_key_txn)
     kept = kept.withColumn("__next", nxt)
-    versions = kept.filter(F.col("__kind") == _PRODUCE).select(
+    versions = kept.filter(F.col("__kind") == _PRODUCE)
+    if moves:
+        # lineage: where the row was before the version's first transaction and after its last one
+        before = steps.select("__lineage", "__lsn", F.col("__before").alias("__moved_from"))
+        after = steps.select(
+            F.col("__lineage").alias("__l2"),
+            F.col("__lsn").alias("__end"),
+            F.col("__after").alias("__moved_to"),
+        )
+        versions = versions.join(before, ["__lineage", "__lsn"], "left").join(
+            after, (F.col("__lineage") == F.col("__l2")) & (F.col("__next.__lsn") == F.col("__end")), "left"
+        )
+        other = {
+            c: F.when(~F.col(c).eqNullSafe(F.col("__k")), F.col(c)).cast(key_t)
+            for c in ("__moved_from", "__moved_to")
+        }
+    else:
+        other = {c: F.lit(None).cast(key_t) for c in ("__moved_from", "__moved_to")}
+    versions = versions.select(
         *[F.col("__img").getField(c).alias(c) for c in layout.names],
         F.col("__lsn").alias("__start_lsn"),
         F.coalesce(F.col("__next.__lsn"), F.lit(MAX_LSN)).alias("__end_lsn"),
@@ -283,7 +327,7 @@ def resolve_versions(changes: DataFrame, layout: TableLayout, moves: bool = True
         F.when(F.col("__next").isNull(), max_time()).otherwise(F.col("__next.__time")).alias("__end_time"),
         F.col("__next").isNull().alias("__is_current"),
         F.coalesce(F.col("__next.__kind") == _END, F.lit(False)).alias("__is_deleted"),
-        "__moved_from",
-        F.col("__next.__moved_to").alias("__moved_to"),
+        other["__moved_from"].alias("__moved_from"),
+        other["__moved_to"].alias("__moved_to"),
     )
     return versions, rounds

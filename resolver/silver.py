@@ -72,6 +72,24 @@ def changes_path(lake: str, table: str) -> str:
     return delta.table_path(lake, f"_resolver/changes/{table}")
 
 
+def pending_truncates_path(lake: str) -> str:
+    """Truncates of tables the lake does not know the columns of yet (kept until their first rows come)."""
+    return delta.table_path(lake, "_resolver/pending_truncates")
+
+
+_PENDING_SCHEMA = T.StructType(
+    [
+        T.StructField("table", T.StringType()),
+        T.StructField("__lsn", T.LongType()),
+        T.StructField("__pos", T.IntegerType()),
+        T.StructField("__time", T.TimestampType()),
+        T.StructField("__xid", T.LongType()),
+        T.StructField("__file", T.StringType()),
+        T.StructField("__line", T.LongType()),
+    ]
+)
+
+
 def apply_changes(
     spark: SparkSession,
     events: DataFrame,
@@ -157,9 +175,10 @@ def _batch_metadata(events: DataFrame) -> dict[str, dict[str, Any]]:
 
 def _layout(
     spark: SparkSession, lake: str, table: str, meta: dict[str, Any], schema: TableSchema | None
-) -> TableLayout:
+) -> TableLayout | None:
     """The table's columns and key: the lake's (if it has the table) evolved by the batch and the schema
-    file. Fails with one line when the batch reports a key that contradicts the lake's."""
+    file; None when nothing tells the columns yet. Fails with one line when the batch reports a key that
+    contradicts the lake's."""
     pinned = {c.name: c for c in (schema.columns if schema else [])}
     renamed = schema.rename_map() if schema else {}
     existing: list[Column_] = []
@@ -193,44 +212,79 @@ def _layout(
             columns[name] = Column_(name, spec.type, tuple(spec.renamed_from))
     cols = tuple(columns.values())
     names = [c.name for c in cols]
-    if KEY_PROPERTY in props:
-        key, source = tuple(json.loads(props[KEY_PROPERTY])), props.get(KEY_SOURCE_PROPERTY, "primary_key")
-        reported = _reported_key(meta, schema, renamed)
-        if reported and source != "schema_file" and tuple(reported[0]) != key and source != "all_columns":
-            raise ConfigError(
-                f"table {table}: the stream reports key {list(reported[0])} but the lake was created with "
-                f"key {list(key)}; pin primary_key in {table}.yaml"
-            )
-        if reported and source == "all_columns" and reported[1] != "identity_full":
-            raise ConfigError(
-                f"table {table}: the stream now reports key {list(reported[0])} but the lake was created "
-                f"without one (every column is its key); pin primary_key in {table}.yaml and rebuild"
-            )
-        return TableLayout(table, cols, key, source)
-    reported = _reported_key(meta, schema, renamed)
-    if reported and reported[1] != "identity_full":
-        key, source = tuple(reported[0]), reported[1]
+    if not names and not props:
+        return None  # nothing tells the table's columns yet (a first batch holding only a truncate)
+    reported = _reported_key(meta, schema, renamed, names)
+    if not props:
+        key, source = reported or (tuple(names), "all_columns")
     else:
-        key, source = tuple(names), "all_columns"
+        key, source = _evolve_key(table, tuple(json.loads(props[KEY_PROPERTY])), props, reported, names)
     missing = [k for k in key if k not in names]
     if missing:
         raise ConfigError(f"table {table}: key column(s) {missing} not found; columns are {names}")
-    return TableLayout(table, cols, key, source)
+    lake_key = {"key": props.get(KEY_PROPERTY, ""), "source": props.get(KEY_SOURCE_PROPERTY, "")}
+    return TableLayout(table, cols, key, source, extra=lake_key)
 
 
 def _reported_key(
-    meta: dict[str, Any], schema: TableSchema | None, renamed: dict[str, str]
-) -> tuple[list[str], str] | None:
-    """The key the schema file or the stream gives, and where it came from."""
+    meta: dict[str, Any], schema: TableSchema | None, renamed: dict[str, str], names: list[str]
+) -> tuple[tuple[str, ...], str] | None:
+    """The key the schema file or the batch gives, and where it came from (``KEY_SOURCES``).
+
+    Without a primary key, the replica identity of the batch's updates and deletes is the key, unless it is
+    REPLICA IDENTITY FULL (the whole old row; key = every column). Format 1 leaves NULL old values out of
+    a FULL identity, so FULL shows as identities that differ between events or that hold every column; an
+    index identity (USING INDEX) is the same NOT NULL columns in every event."""
     if schema and schema.primary_key:
-        return list(schema.primary_key), "schema_file"
+        return tuple(schema.primary_key), "schema_file"
     if meta["pks"]:
-        return [renamed.get(k, k) for k in meta["pks"][0]], "primary_key"
-    if meta["identities"]:
-        ident = [renamed.get(k, k) for k in meta["identities"][0]]
-        all_cols = set(meta["columns"]) | set(meta["old_keys"])
-        return ident, "identity_full" if set(ident) >= all_cols and len(ident) > 1 else "identity"
-    return None
+        return tuple(renamed.get(k, k) for k in meta["pks"][0]), "primary_key"
+    idents = {tuple(sorted(renamed.get(k, k) for k in ident)) for ident in meta["identities"]}
+    if not idents:
+        return None
+    if len(idents) > 1 or any(set(i) >= set(names) and len(i) > 1 for i in idents):
+        return tuple(names), "identity_full"
+    ident = set(next(iter(idents)))
+    return tuple(n for n in names if n in ident), "identity"
+
+
+def _evolve_key(
+    table: str,
+    key: tuple[str, ...],
+    props: dict[str, str],
+    reported: tuple[tuple[str, ...], str] | None,
+    names: list[str],
+) -> tuple[tuple[str, ...], str]:
+    """The table's key after this batch, given the lake's key and what the batch reports. Evidence only
+    accumulates (no key -> index identity -> FULL identity), so the result does not depend on the order in
+    which batches arrive; a key change that evidence cannot explain fails with one line."""
+    source = props.get(KEY_SOURCE_PROPERTY, "primary_key")
+    if reported is None or source == "schema_file":
+        return key, source
+    new_key, new_source = reported
+    if new_source == "schema_file":
+        return new_key, new_source  # pinned by the user (a different key re-keys the lake)
+    if new_source == "primary_key":
+        if source in ("primary_key", "identity") and new_key == key:
+            return key, "primary_key"
+        if source in ("all_columns", "identity_full"):
+            raise ConfigError(
+                f"table {table}: the stream now reports primary key {list(new_key)} but the lake was created "
+                f"without one (every column is its key); pin primary_key in {table}.yaml"
+            )
+        raise ConfigError(
+            f"table {table}: the stream reports key {list(new_key)} but the lake was created with "
+            f"key {list(key)}; pin primary_key in {table}.yaml"
+        )
+    if source == "primary_key":
+        return key, source  # an identity (FULL, or format 1 without include-pk) never overrides the key
+    if source == "identity_full":
+        return key, source
+    if new_source == "identity_full":
+        return (key if source == "all_columns" else tuple(names)), "identity_full"
+    if source == "identity" and new_key != key:
+        return tuple(names), "identity_full"  # an index identity never changes: it was FULL all along
+    return new_key, "identity"
 
 
 def _tables(spark: SparkSession, lake: str, layout: TableLayout) -> tuple[DeltaTable, DeltaTable, DeltaTable]:
@@ -296,13 +350,22 @@ def _apply_table(
     name = meta["table"]
     with _step(name, "layout"):
         layout = _layout(spark, lake, name, meta, schema)
+    if layout is None:
+        _defer_truncates(spark, events, lake, name)
+        return TableSummary(table=name, events=meta["events"], skipped=meta["skipped"]), None
     with _step(name, "tables"):
         store, history, snapshot = _tables(spark, lake, layout)
+        rekeyed = _rekey(spark, lake, layout, store, history, snapshot)
     with _step(name, "explode"):
         rows = explode_events(events, layout).localCheckpoint(eager=True)
     seq = ["__lsn", "__pos"]
     store_cols = store.toDF().columns
     batch = rows.dropDuplicates(seq).select(*store_cols)
+    adopted = False
+    if not layout.extra["key"]:  # a new table: truncates that came before its first rows
+        pending = _pending_truncates(spark, lake, name, store.toDF().schema)
+        if pending is not None:
+            batch, adopted = batch.unionByName(pending), True
     condition = "t.__lsn = s.__lsn AND t.__pos = s.__pos"
     if meta["lo"] is not None:
         condition = f"t.__lsn BETWEEN {int(meta['lo'])} AND {int(meta['hi'])} AND " + condition
@@ -326,8 +389,8 @@ def _apply_table(
         )
         moves = moves.filter(F.col("u").isNotNull() & F.col("v").isNotNull())
         has_moves = not moves.isEmpty()
-        if meta["truncates"]:
-            affected = None  # a truncate touches every key
+        if meta["truncates"] or rekeyed or adopted:
+            affected = None  # a truncate touches every key; a new key changes every key
         elif not has_moves:
             affected = touched.localCheckpoint(eager=True)
         else:
@@ -385,6 +448,114 @@ def _apply_table(
         bad_values=counts.get("bad", 0),
         rounds=rounds,
     ), bad
+
+
+def _defer_truncates(spark: SparkSession, events: DataFrame, lake: str, table: str) -> None:
+    """Keep the truncates of a table whose columns are unknown until its first rows arrive (they may be
+    older rows delivered late, which the truncate must end)."""
+    rows = events.filter((F.col("table") == table) & (F.col("operation") == "truncate")).select(
+        "table",
+        F.col("commit_lsn").alias("__lsn"),
+        F.col("position").cast("int").alias("__pos"),
+        F.col("commit_time").alias("__time"),
+        F.col("xid").alias("__xid"),
+        F.col("source_file").alias("__file"),
+        F.col("source_line").cast("long").alias("__line"),
+    )
+    rows = rows.filter(F.col("__lsn").isNotNull())
+    target = delta.ensure_table(
+        spark, pending_truncates_path(lake), _PENDING_SCHEMA, {}, "truncates of tables without columns yet"
+    )
+    delta.insert_new(target, rows, "t.table = s.table AND t.__lsn = s.__lsn AND t.__pos = s.__pos")
+
+
+def _pending_truncates(spark: SparkSession, lake: str, table: str, store: T.StructType) -> DataFrame | None:
+    """The kept truncates of ``table`` as change-store rows, or None."""
+    path = pending_truncates_path(lake)
+    if not DeltaTable.isDeltaTable(spark, path):
+        return None
+    rows = spark.read.format("delta").load(path).filter(F.col("table") == table)
+    if rows.isEmpty():
+        return None
+    given = {f.name for f in _PENDING_SCHEMA.fields}
+    return rows.select(
+        *[
+            F.col(f.name)
+            if f.name in given
+            else F.lit("truncate").alias(f.name)
+            if f.name == "__op"
+            else F.lit(None).cast(f.dataType).alias(f.name)
+            for f in store.fields
+        ]
+    )
+
+
+def _rekey(
+    spark: SparkSession,
+    lake: str,
+    layout: TableLayout,
+    store: DeltaTable,
+    history: DeltaTable,
+    snapshot: DeltaTable,
+) -> bool:
+    """Record a new key or key source in the tables' properties; when the key columns changed (evidence
+    that a table without a primary key is REPLICA IDENTITY FULL, or that it has an index identity),
+    rewrite the change store's keys and clear the history's lineage so the whole table is resolved again.
+    Returns whether the key columns changed. This happens at most twice in a table's life."""
+    was = layout.extra
+    if not was["key"] or (json.loads(was["key"]), was["source"]) == (list(layout.key), layout.key_source):
+        return False
+    old_key = tuple(json.loads(was["key"]))
+    props = {KEY_PROPERTY: json.dumps(list(layout.key)), KEY_SOURCE_PROPERTY: layout.key_source}
+    paths = [
+        changes_path(lake, layout.table),
+        history_path(lake, layout.table),
+        snapshot_path(lake, layout.table),
+    ]
+    if old_key == layout.key:
+        for path in paths:
+            _set_properties(spark, path, props)
+        return False
+    log.warning(
+        "table %s: re-keying from %s (%s) to %s (%s); the change store is rewritten once",
+        layout.table,
+        list(old_key),
+        was["source"],
+        list(layout.key),
+        layout.key_source,
+    )
+    key_t = layout.key_struct_type()
+    new_key = F.struct(*[F.col(k).cast(key_t[k].dataType).alias(k) for k in layout.key])
+    old_image = F.struct(
+        *[
+            (F.col("__old_key").getField(k) if k in old_key else F.lit(None)).cast(key_t[k].dataType).alias(k)
+            for k in layout.key
+        ]
+    )
+    op = F.col("__op")
+    has_old = F.col("__old_key").isNotNull()
+    changes = store.toDF()
+    changes = changes.withColumn("__key", F.when(op.isin("insert", "update"), new_key)).withColumn(
+        "__old_key",
+        F.when((op == "update") & has_old, old_image)
+        .when(op == "update", new_key)
+        .when((op == "delete") & has_old, old_image),
+    )
+    _set_properties(spark, paths[0], {"delta.appendOnly": "false"})
+    changes.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(paths[0])
+    _set_properties(spark, paths[0], {**props, "delta.appendOnly": "true"})
+    versions = history.toDF()
+    for c in ("__moved_from", "__moved_to"):
+        versions = versions.withColumn(c, F.lit(None).cast(key_t))
+    versions.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(paths[1])
+    for path in paths[1:]:
+        _set_properties(spark, path, props)
+    return True
+
+
+def _set_properties(spark: SparkSession, path: str, props: dict[str, str]) -> None:
+    spec = ", ".join(f"'{k}' = '{v.replace(chr(39), chr(92) + chr(39))}'" for k, v in props.items())
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({spec})")
 
 
 def _diff(new: DataFrame, old: DataFrame, cols: list[str], join_on: list[str], key: list[str]) -> DataFrame:

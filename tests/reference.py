@@ -9,9 +9,10 @@ carry; a key is the tuple of its columns' text. Readings of docs/silver.md where
   transaction); a delete and re-insert inside one transaction is an ordinary change.
 * Key lineage is what other sessions could see: ``__moved_from`` is the key the row had when the
   transaction began (a chain 1 -> 2 -> 3 inside one transaction links 1 and 3; a row created in the
-  transaction and then moved has none), ``__moved_to`` is the key the row has when it committed. An update
-  of a key the lake does not hold tells that the row had that key when the transaction began (unless the
-  transaction removed it), so moving it records that key in ``__moved_from``.
+  transaction and then moved has none), ``__moved_to`` is the key the row has when it committed (also
+  when another row took its key, as in a swap of two keys). An update of a key the lake does not hold
+  tells that the row had that key when the transaction began (unless the transaction removed it), so
+  moving it records that key in ``__moved_from``.
 * An update finds its previous row by its old key only; a deleted or truncated row is gone, so an update of
   it afterwards creates a new row with absent columns NULL (or taken from a REPLICA IDENTITY FULL image).
 * An insert's image is the whole row (columns it does not carry are NULL).
@@ -133,7 +134,7 @@ def _resolve_table(events: list[Mapping[str, Any]], key: list[str]) -> Resolved:
             if was is not None:
                 ended = open_versions.pop(k)
                 ended.update(__end_lsn=lsn, __end_time=time, __is_current=False, __is_deleted=now is None)
-                if now is None and k in moved_to:
+                if k in moved_to:  # the row went to another key (which may hold another row now)
                     ended["__moved_to"] = struct(moved_to[k])
             if now is not None:
                 version = {

@@ -310,11 +310,6 @@ def test_silver_equals_postgres_at_every_commit(runs: Runs, seed: int, fmt: int,
     assert not problems, runs.report(seed, fmt, scenario, problems, lake.order)
 
 
-@pytest.mark.xfail(
-    reason="known resolver bug (issue 3 note): lineage of key changes inside one transaction points to the "
-    "intermediate key, not the key other sessions saw",
-    strict=False,
-)
 @pytest.mark.parametrize(("seed", "fmt", "scenario"), _params(PLAN))
 def test_key_lineage_follows_the_rows(runs: Runs, seed: int, fmt: int, scenario: str) -> None:
     """``__moved_from``/``__moved_to`` name the keys a row had in committed states, never one it held only

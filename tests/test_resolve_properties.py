@@ -424,11 +424,6 @@ def _check(spark: SparkSession, lake: Path, expected: dict[str, Resolved]) -> di
 
 
 @pytest.mark.spark
-@pytest.mark.xfail(
-    reason="known resolver bugs (issue 3 note): __moved_from/__moved_to inside one transaction point to the "
-    "intermediate key; a first batch holding only a truncate fails with ConfigError",
-    strict=False,
-)
 @SPARK_SETTINGS
 @given(workload=workloads(), data=st.data())
 def test_batches_in_commit_order_give_the_reference_rows_and_a_replay_changes_nothing(
@@ -446,11 +441,6 @@ def test_batches_in_commit_order_give_the_reference_rows_and_a_replay_changes_no
 
 
 @pytest.mark.spark
-@pytest.mark.xfail(
-    reason="known resolver bugs (issue 3 note): __moved_from/__moved_to inside one transaction point to the "
-    "intermediate key; a first batch holding only a truncate fails with ConfigError",
-    strict=False,
-)
 @SPARK_SETTINGS
 @given(workload=workloads(), data=st.data())
 def test_any_split_in_any_order_gives_the_same_rows(
