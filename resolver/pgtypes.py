@@ -9,9 +9,9 @@ wal2json prints ``format_type`` spellings (``integer``, ``numeric(12,2)``, ``cha
 | smallint / int2 | smallint | |
 | integer / int4 | int | |
 | bigint / int8, oid | bigint | |
-| numeric(p,s), p <= 38 | decimal(p,s) | exact |
+| numeric(p,s), p <= 38 | decimal(p,s) | exact; NaN and ±Infinity arrive as NULL (as for floats) |
 | numeric(p,s), p > 38; numeric without precision | string | exact text (1) |
-| real / float4 | float | NaN and ±Infinity arrive as NULL (wal2json prints them as null) |
+| real / float4 | float | NaN and ±Infinity arrive as NULL (wal2json prints null) (3) |
 | double precision / float8 | double | same |
 | boolean / bool | boolean | |
 | date | date | |
@@ -22,6 +22,8 @@ wal2json prints ``format_type`` spellings (``integer``, ``numeric(12,2)``, ``cha
 
 (1) Spark decimals stop at 38 digits and an unconstrained numeric has a scale per value; pin a decimal
 type in the table's schema file to type it.
+(3) With wal2json 2.6's ``numeric-data-types-as-string`` they arrive as text: floats keep them, a
+decimal cannot hold them (NULL, and the value goes to quarantine).
 (2) text, varchar(n), char(n), uuid, json, jsonb, xml, interval, time, timetz, money, inet, enums, domains,
 ranges, arrays (``x[]``).
 

@@ -356,6 +356,11 @@ def _apply_table(
     with _step(name, "tables"):
         store, history, snapshot = _tables(spark, lake, layout)
         rekeyed = _rekey(spark, lake, layout, store, history, snapshot)
+        if rekeyed:  # the tables' schemas changed under these handles
+            store, history, snapshot = (
+                DeltaTable.forPath(spark, p)
+                for p in (changes_path(lake, name), history_path(lake, name), snapshot_path(lake, name))
+            )
     with _step(name, "explode"):
         rows = explode_events(events, layout).localCheckpoint(eager=True)
     seq = ["__lsn", "__pos"]

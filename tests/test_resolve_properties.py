@@ -63,8 +63,10 @@ TWO = Table(
     {"k1": "integer", "k2": "text", "v": "text", "w": "text"},
     tuple((str(i), s) for i in range(1, 4) for s in ("a", "b")),
 )
+LOGS = Table("public.logs", (), {"rid": "integer", "msg": "text", "amt": "integer"}, ())
+"""No primary key, REPLICA IDENTITY FULL: every column is the key (format 1 leaves NULL old values out)."""
 TABLES = {t.name: t for t in (ONE, TWO)}
-KEYS = {t.name: t.key for t in (ONE, TWO)}
+KEYS = {t.name: t.key for t in (ONE, TWO)} | {LOGS.name: tuple(LOGS.types)}
 
 
 def time_at(lsn: int) -> datetime:
@@ -247,6 +249,118 @@ def test_reference_is_a_function_of_the_event_set() -> None:
         version(one(1, "x", "3"), 2, 3, deleted=True, moved_from={"id": "2"}),
         version(one(2, "x"), 1, 2, deleted=True, moved_to={"id": "1"}),
     ]
+
+
+def _in_one_transaction() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Key changes inside one transaction (LSN 2) and the history other sessions could see."""
+    events = [
+        event(ONE, "insert", 1, 0, one(1, "chain")),
+        event(ONE, "insert", 1, 1, one(10, "p")),
+        event(ONE, "insert", 1, 2, one(20, "q")),
+        event(ONE, "insert", 1, 3, one(30, "back")),
+        event(ONE, "insert", 1, 4, one(40, "a")),
+        event(ONE, "update", 2, 0, {"id": "2"}, old={"id": "1"}),  # chain 1 -> 2 -> 3
+        event(ONE, "update", 2, 1, {"id": "3"}, old={"id": "2"}),
+        event(ONE, "update", 2, 2, {"id": "99"}, old={"id": "10"}),  # swap 10 <-> 20 through 99
+        event(ONE, "update", 2, 3, {"id": "10"}, old={"id": "20"}),
+        event(ONE, "update", 2, 4, {"id": "20"}, old={"id": "99"}),
+        event(ONE, "update", 2, 5, {"id": "31", "n": "1"}, old={"id": "30"}),  # away and back
+        event(ONE, "update", 2, 6, {"id": "30"}, old={"id": "31"}),
+        event(ONE, "update", 2, 7, {"id": "41"}, old={"id": "40"}),  # move, then a new row takes the key
+        event(ONE, "insert", 2, 8, one(40, "b")),
+        event(ONE, "insert", 2, 9, one(50, "new")),  # created and moved: no lineage
+        event(ONE, "update", 2, 10, {"id": "51"}, old={"id": "50"}),
+    ]
+    history = [
+        version(one(1, "chain"), 1, 2, deleted=True, moved_to={"id": "3"}),
+        version(one(3, "chain"), 2, moved_from={"id": "1"}),
+        version(one(10, "p"), 1, 2, moved_to={"id": "20"}),
+        version(one(10, "q"), 2, moved_from={"id": "20"}),
+        version(one(20, "q"), 1, 2, moved_to={"id": "10"}),
+        version(one(20, "p"), 2, moved_from={"id": "10"}),
+        version(one(30, "back"), 1, 2),
+        version(one(30, "back", "1"), 2),
+        version(one(40, "a"), 1, 2, moved_to={"id": "41"}),
+        version(one(40, "b"), 2),
+        version(one(41, "a"), 2, moved_from={"id": "40"}),
+        version(one(51, "new"), 2),
+    ]
+    return events, history
+
+
+def test_reference_lineage_inside_one_transaction_names_only_committed_keys() -> None:
+    events, history = _in_one_transaction()
+    got = resolve(events, KEYS)["public.one"]
+    assert got.history == sorted(history, key=lambda v: (v["id"], v["__start_lsn"]))
+
+
+@pytest.mark.spark
+def test_lineage_inside_one_transaction(spark: SparkSession, tmp_path: Path) -> None:
+    """Chains, a swap through a temporary key, a row moved away and back, a key reused after a move and a
+    row created then moved, all in one transaction: lineage names the keys before and after it, in one
+    batch and with the transaction cut across two batches delivered in reverse."""
+    events, _ = _in_one_transaction()
+    expected = resolve(events, KEYS)
+    _apply(spark, [events], tmp_path / "one")
+    _check(spark, tmp_path / "one", expected)
+    _apply(spark, [events[8:], events[:8]], tmp_path / "two")
+    _check(spark, tmp_path / "two", expected)
+
+
+def _keyless_full() -> list[list[dict[str, Any]]]:
+    """Batches of a table without a primary key under REPLICA IDENTITY FULL in format 1: the first batch's
+    identities all lack ``msg`` (it was NULL), which looks like an index identity on (rid, amt)."""
+
+    def log(rid: int, msg: str | None, amt: int) -> dict[str, str | None]:
+        return {"rid": str(rid), "msg": msg, "amt": str(amt)}
+
+    def full(rid: int, msg: str | None, amt: int) -> dict[str, str | None]:
+        return {k: v for k, v in log(rid, msg, amt).items() if v is not None}
+
+    return [
+        [
+            event(LOGS, "insert", 1, 0, log(1, None, 5)),
+            event(LOGS, "insert", 1, 1, log(2, "m", 6)),
+            event(LOGS, "update", 2, 0, log(1, None, 7), old=full(1, None, 5)),
+        ],
+        [
+            event(LOGS, "update", 3, 0, log(2, "n", 6), old=full(2, "m", 6)),
+            event(LOGS, "delete", 4, 0, old=full(1, None, 7)),
+            event(LOGS, "insert", 4, 1, log(3, "k", 1)),
+        ],
+    ]
+
+
+@pytest.mark.spark
+def test_keyless_full_identity_gives_the_same_rows_in_any_order(spark: SparkSession, tmp_path: Path) -> None:
+    """The lake first takes (rid, amt) for an index identity; the next batch shows FULL and re-keys it on
+    every column. Delivered the other way round, FULL is known first. Both equal the reference."""
+    first, second = _keyless_full()
+    expected = resolve(first + second, KEYS)
+    assert [v["rid"] for v in expected[LOGS.name].snapshot] == ["2", "3"]
+    _apply(spark, [first, second], tmp_path / "in-order")
+    _check(spark, tmp_path / "in-order", expected)
+    _apply(spark, [second, first], tmp_path / "reversed")
+    _check(spark, tmp_path / "reversed", expected)
+    props = spark.sql(f"DESCRIBE DETAIL delta.`{tmp_path / 'in-order' / 'silver' / LOGS.name}`").first()
+    assert props is not None
+    assert props["properties"]["resolver.keySource"] == "identity_full"
+
+
+@pytest.mark.spark
+def test_a_first_batch_holding_only_a_truncate_is_kept_for_the_rows_that_come_later(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The truncate (LSN 5) arrives before any row of its table; the older inserts, delivered next, end
+    at it, and the newer one stays."""
+    events = [
+        event(ONE, "insert", 1, 0, one(1, "x")),
+        event(ONE, "truncate", 5, 0),
+        event(ONE, "insert", 6, 0, one(2, "y")),
+    ]
+    _apply(spark, [[events[1]], [events[1]], [events[0], events[2]]], tmp_path)
+    got = _check(spark, tmp_path, resolve(events, KEYS))
+    assert got[ONE.name].history[0]["__is_deleted"] and got[ONE.name].history[0]["__end_lsn"] == 5
 
 
 # --- generated workloads ----------------------------------------------------------------------------------
