@@ -27,6 +27,7 @@ __all__ = [
     "ingest",
     "local_session",
     "parse_lsn",
+    "plan_changes",
     "read_lines",
     "read_wal2json",
 ]
@@ -35,6 +36,7 @@ _LAZY = {
     "apply_changes": "resolver.silver",
     "ingest": "resolver.bronze",
     "local_session": "resolver.session",
+    "plan_changes": "resolver.silver",
     "read_wal2json": "resolver.read",
 }
 

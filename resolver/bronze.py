@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from resolver import delta
 from resolver.models import Format, IngestSummary
 from resolver.read import EVENT_SCHEMA, QUARANTINE_SCHEMA, read_wal2json
-from resolver.silver import apply_changes
+from resolver.silver import apply_changes, plan_changes
 from resolver.tableschema import TableSchema, load_schemas
 
 __all__ = ["BRONZE_KEY", "ingest", "write_bronze", "write_quarantine"]
@@ -52,6 +52,7 @@ def ingest(
         schemas = load_schemas(schemas)
     batch = read_wal2json(spark, paths, fmt)
     try:
+        plan = plan_changes(spark, batch.events, lake, schemas)  # may refuse the batch: nothing written yet
         counts = batch.counts()
         quarantined = (
             write_quarantine(spark, lake, batch.quarantine, batch.files) if counts["quarantined"] else 0
@@ -59,7 +60,9 @@ def ingest(
         metrics, version = write_bronze(
             spark, lake, batch.events, counts.get("min_commit_lsn"), counts.get("max_commit_lsn"), batch.files
         )
-        tables = apply_changes(spark, batch.events, lake, schemas, quarantine_format=batch.format.value)
+        tables = apply_changes(
+            spark, batch.events, lake, schemas, quarantine_format=batch.format.value, plan=plan
+        )
     finally:
         batch.unpersist()
     events_read = counts["events"]

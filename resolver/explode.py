@@ -24,6 +24,7 @@ which the caller sends to quarantine; the raw event stays in bronze.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -56,6 +57,8 @@ class TableLayout:
     key: tuple[str, ...]
     key_source: str = "primary_key"
     extra: dict[str, str] = field(default_factory=dict, compare=False)
+    changes: tuple[Any, ...] = field(default=(), compare=False)
+    """Column type changes this batch makes (``resolver.evolution.TypeChange``)."""
 
     def column(self, name: str) -> Column_:
         return next(c for c in self.columns if c.name == name)

@@ -24,6 +24,7 @@ import time
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
@@ -34,6 +35,7 @@ from pyspark.sql import types as T
 
 from resolver import delta
 from resolver.errors import ConfigError
+from resolver.evolution import TypeChange, UnsafeTypePolicy, evolve_type
 from resolver.explode import Column_, TableLayout, explode_events
 from resolver.models import TableSummary
 from resolver.pgtypes import spark_type
@@ -41,7 +43,7 @@ from resolver.read import QUARANTINE_SCHEMA
 from resolver.resolve import linked_keys, resolve_versions
 from resolver.tableschema import TableSchema
 
-__all__ = ["apply_changes", "history_path", "snapshot_path"]
+__all__ = ["BatchPlan", "apply_changes", "history_path", "plan_changes", "snapshot_path"]
 
 log = logging.getLogger(__name__)
 
@@ -97,12 +99,15 @@ def apply_changes(
     schemas: Mapping[str, TableSchema] | None = None,
     *,
     quarantine_format: str = "events",
+    plan: BatchPlan | None = None,
 ) -> list[TableSummary]:
     """Apply a batch of change events (a DataFrame with ``resolver.models.ChangeEvent`` columns, e.g.
     ``read_wal2json(...).events``) to the silver tables of every table in it. One call is one batch.
 
     ``schemas`` maps ``<schema>.<table>`` to its schema file (``resolver.tableschema.load_schemas``).
-    Returns one summary per table, sorted by table name.
+    Returns one summary per table, sorted by table name. Every check that can refuse the batch (a key or
+    a column type the lake cannot take) runs first, in ``plan_changes``, before anything is written;
+    pass its ``plan`` when you have one.
 
     Example::
 
@@ -111,11 +116,11 @@ def apply_changes(
         for t in apply_changes(spark, batch.events, "lake"):
             print(t.table, t.inserted, t.updated, t.deleted)
     """
-    schemas = schemas or {}
-    meta = _batch_metadata(events)
+    plan = plan or plan_changes(spark, events, lake, schemas)
+    meta = plan.meta
 
     def one(table: str) -> tuple[TableSummary, DataFrame | None]:
-        return _apply_table(spark, events, lake, {**meta[table], "table": table}, schemas.get(table))
+        return _apply_table(spark, events, lake, {**meta[table], "table": table}, plan.layouts[table])
 
     # tables are independent: their jobs overlap on one session (Delta commits per table do not conflict)
     with ThreadPoolExecutor(max_workers=max(1, min(_PARALLEL_TABLES, len(meta)))) as pool:
@@ -128,6 +133,36 @@ def apply_changes(
         files = [r[0] for r in records.select("source_file").distinct().collect()]  # a few file names
         write_quarantine(spark, lake, records.select(*QUARANTINE_SCHEMA.fieldNames()), files)
     return [summary for summary, _ in results]
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """What a batch will do to each table, decided before anything is written: the batch's metadata per
+    table and the table's layout (None for a table whose columns are not known yet)."""
+
+    meta: dict[str, dict[str, Any]]
+    layouts: dict[str, TableLayout | None]
+
+    @property
+    def type_changes(self) -> list[TypeChange]:
+        return [c for layout in self.layouts.values() if layout for c in layout.changes]
+
+
+def plan_changes(
+    spark: SparkSession, events: DataFrame, lake: str, schemas: Mapping[str, TableSchema] | None = None
+) -> BatchPlan:
+    """Check a batch against the lake without writing anything: one small aggregate over the events, then
+    each table's key and columns. Raises ``ConfigError`` (one line) for a key that contradicts the lake's
+    or a column type change the table's policy refuses."""
+    schemas = schemas or {}
+    meta = _batch_metadata(events)
+
+    def layout(table: str) -> TableLayout | None:
+        return _layout(spark, lake, table, {**meta[table], "table": table}, schemas.get(table))
+
+    with ThreadPoolExecutor(max_workers=max(1, min(_PARALLEL_TABLES, len(meta)))) as pool:
+        layouts = dict(zip(sorted(meta), pool.map(layout, sorted(meta)), strict=True))
+    return BatchPlan(meta, layouts)
 
 
 def _batch_metadata(events: DataFrame) -> dict[str, dict[str, Any]]:
@@ -149,6 +184,22 @@ def _batch_metadata(events: DataFrame) -> dict[str, dict[str, Any]]:
         )
         .collect()
     )  # one row per table
+    names = F.concat(F.coalesce("column_names", F.array()), F.coalesce("old_key_names", F.array()))
+    types = F.concat(F.coalesce("column_types", F.array()), F.coalesce("old_key_types", F.array()))
+    typed = (
+        events.select("table", "commit_lsn", "source_file", "source_line", names.alias("n"), types.alias("t"))
+        .select(
+            "table", "commit_lsn", "source_file", "source_line", F.explode(F.arrays_zip("n", "t")).alias("c")
+        )
+        .groupBy("table", F.col("c.n").alias("name"), F.col("c.t").alias("type"))
+        .agg(F.min(F.struct("commit_lsn", "source_file", "source_line")).alias("first"))
+        .collect()
+    )  # one row per table, column and type
+    seen: dict[str, dict[str, list[tuple[str | None, int | None, str, int]]]] = {}
+    for r in sorted(typed, key=lambda r: (r["first"]["commit_lsn"] is None, r["first"]["commit_lsn"] or 0)):
+        first = r["first"]
+        entry = (r["type"], first["commit_lsn"], first["source_file"], first["source_line"])
+        seen.setdefault(r["table"], {}).setdefault(r["name"], []).append(entry)
     out = {}
     for r in rows:
         columns: dict[str, str | None] = {}
@@ -169,6 +220,7 @@ def _batch_metadata(events: DataFrame) -> dict[str, dict[str, Any]]:
             "old_keys": old_keys,
             "identities": [list(x) for x in r["identities"] if x],
             "pks": [list(x) for x in r["pks"] if x],
+            "types": seen.get(r["table"], {}),
         }
     return out
 
@@ -198,15 +250,28 @@ def _layout(
             if not f.name.startswith("__")
         ]
     columns = {c.name: c for c in existing}
+    policy = schema.unsafe_type_change if schema else UnsafeTypePolicy.FAIL
+    changes: list[TypeChange] = []
     stream = dict(meta["old_keys"])
     stream.update(meta["columns"])
-    for name, pg_type in stream.items():
+    for name in stream:
         lake_name = renamed.get(name) or name
-        if lake_name in columns:
-            continue
         spec = pinned.get(lake_name)
-        typ = spec.type if spec and spec.type else spark_type(pg_type) if pg_type else "string"
-        columns[lake_name] = Column_(lake_name, typ, tuple(spec.renamed_from) if spec else ())
+        if spec and spec.type:  # pinned: values are cast to it, whatever the stream says
+            if lake_name not in columns:
+                columns[lake_name] = Column_(lake_name, spec.type, tuple(spec.renamed_from))
+            continue
+        incoming = [(spark_type(t), t, lsn, file, line) for t, lsn, file, line in meta["types"].get(name, [])]
+        if not incoming:  # the stream sends no types (include-types=0): the lake's, else text
+            incoming = [(columns[lake_name].type if lake_name in columns else "string", None, None, "?", 0)]
+        if lake_name in columns:
+            have, pg_was = columns[lake_name].type, None
+        else:
+            have, pg_was, incoming = incoming[0][0], incoming[0][1], incoming[1:]
+        typ, found = evolve_type(table, lake_name, have, pg_was, incoming, policy)
+        changes += found
+        renames = tuple(spec.renamed_from) if spec else ()
+        columns[lake_name] = Column_(lake_name, typ, renames)
     for name, spec in pinned.items():  # pinned columns the batch did not carry
         if name not in columns and spec.type:
             columns[name] = Column_(name, spec.type, tuple(spec.renamed_from))
@@ -223,7 +288,7 @@ def _layout(
     if missing:
         raise ConfigError(f"table {table}: key column(s) {missing} not found; columns are {names}")
     lake_key = {"key": props.get(KEY_PROPERTY, ""), "source": props.get(KEY_SOURCE_PROPERTY, "")}
-    return TableLayout(table, cols, key, source, extra=lake_key)
+    return TableLayout(table, cols, key, source, extra=lake_key, changes=tuple(changes))
 
 
 def _reported_key(
@@ -322,14 +387,43 @@ def _tables(spark: SparkSession, lake: str, layout: TableLayout) -> tuple[DeltaT
         (snapshot_path(lake, layout.table), snapshot_schema, SILVER_PROPERTIES, "snapshot (SCD1)"),
     ):
         table = delta.ensure_table(spark, path, schema, {**extra, **props}, f"{layout.table}: {comment}")
-        have = set(table.toDF().columns)
+        have = {f.name: f.dataType for f in table.toDF().schema.fields}
         new = [f for f in source.fields if f.name not in have]
+        changed = [f for f in source.fields if f.name not in have or have[f.name] != f.dataType]
+        if any(isinstance(f.dataType, T.TimestampNTZType) for f in changed):
+            _set_properties(spark, path, {"delta.feature.timestampNtz": "supported"})
         if new:
             spec = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in new)
             spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS ({spec})")
+        widened = _widen(spark, path, have, source, layout)
+        if new or widened:
             table = DeltaTable.forPath(spark, path)
         out.append(table)
     return out[0], out[1], out[2]
+
+
+def _widen(
+    spark: SparkSession, path: str, have: dict[str, T.DataType], source: T.StructType, layout: TableLayout
+) -> bool:
+    """Widen the table's columns (and the key structs' fields) whose type the layout widened, in place
+    (Delta type widening: metadata only, no file is rewritten). Returns whether anything changed."""
+    alters = []
+    for f in source.fields:
+        if f.name in have and have[f.name] != f.dataType:
+            alters.append((f"`{f.name}`", f.dataType))
+            if f.name in layout.key:
+                alters += [
+                    (f"`{s}`.`{f.name}`", f.dataType)
+                    for s in ("__key", "__old_key", "__moved_from", "__moved_to")
+                    if s in have
+                ]
+    if not alters:
+        return False
+    _set_properties(spark, path, {"delta.enableTypeWidening": "true"})
+    for column, typ in alters:
+        log.info("%s: widening %s to %s", path, column, typ.simpleString())
+        spark.sql(f"ALTER TABLE delta.`{path}` ALTER COLUMN {column} TYPE {typ.simpleString()}")
+    return True
 
 
 @contextmanager
@@ -344,12 +438,10 @@ def _key_hash(col: Column) -> Column:
 
 
 def _apply_table(
-    spark: SparkSession, events: DataFrame, lake: str, meta: dict[str, Any], schema: TableSchema | None
+    spark: SparkSession, events: DataFrame, lake: str, meta: dict[str, Any], layout: TableLayout | None
 ) -> tuple[TableSummary, DataFrame | None]:
     """Bring one table's silver tables up to date; also returns its quarantine records, if any."""
     name = meta["table"]
-    with _step(name, "layout"):
-        layout = _layout(spark, lake, name, meta, schema)
     if layout is None:
         _defer_truncates(spark, events, lake, name)
         return TableSummary(table=name, events=meta["events"], skipped=meta["skipped"]), None

@@ -7,6 +7,7 @@ columns:                   # optional; only the columns you want to pin or annot
   - name: mail
     type: string           # a Spark SQL type; optional
     renamed_from: [email]  # earlier names of this column
+unsafe_type_change: fail   # optional (resolver.evolution.UnsafeTypePolicy)
 ```
 
 Every problem is a ``ConfigError`` naming the file, the path inside it, what was found and what was
@@ -25,6 +26,7 @@ import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from resolver.errors import ConfigError
+from resolver.evolution import UnsafeTypePolicy
 from resolver.models import ResolverModel
 
 __all__ = ["ColumnSpec", "TableSchema", "load_schemas", "parse_schema"]
@@ -82,6 +84,10 @@ class TableSchema(ResolverModel):
         None, min_length=1, description="Key columns (default: the stream's)"
     )
     columns: list[ColumnSpec] = Field(default_factory=list, description="Columns to pin or annotate")
+    unsafe_type_change: UnsafeTypePolicy = Field(
+        UnsafeTypePolicy.FAIL,
+        description="What a column type change the lake cannot widen to does: fail (the default)",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> TableSchema:
