@@ -59,6 +59,8 @@ class TableLayout:
     extra: dict[str, str] = field(default_factory=dict, compare=False)
     changes: tuple[Any, ...] = field(default=(), compare=False)
     """Column type changes this batch makes (``resolver.evolution.TypeChange``)."""
+    renames: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    """Lake columns this batch renames, (old name, new name), from the schema file's hints."""
 
     def column(self, name: str) -> Column_:
         return next(c for c in self.columns if c.name == name)

@@ -249,6 +249,14 @@ def _layout(
             for f in target.toDF().schema.fields
             if not f.name.startswith("__")
         ]
+    # a lake column the schema file now says was renamed takes its new name (values kept; see _rename)
+    renames: list[tuple[str, str]] = []
+    for i, c in enumerate(existing):
+        new_name = renamed.get(c.name)
+        if new_name and new_name not in {e.name for e in existing}:
+            spec = pinned[new_name]
+            existing[i] = Column_(new_name, c.type, tuple(spec.renamed_from))
+            renames.append((c.name, new_name))
     columns = {c.name: c for c in existing}
     policy = schema.unsafe_type_change if schema else UnsafeTypePolicy.FAIL
     changes: list[TypeChange] = []
@@ -270,8 +278,7 @@ def _layout(
             have, pg_was, incoming = incoming[0][0], incoming[0][1], incoming[1:]
         typ, found = evolve_type(table, lake_name, have, pg_was, incoming, policy)
         changes += found
-        renames = tuple(spec.renamed_from) if spec else ()
-        columns[lake_name] = Column_(lake_name, typ, renames)
+        columns[lake_name] = Column_(lake_name, typ, tuple(spec.renamed_from) if spec else ())
     for name, spec in pinned.items():  # pinned columns the batch did not carry
         if name not in columns and spec.type:
             columns[name] = Column_(name, spec.type, tuple(spec.renamed_from))
@@ -283,12 +290,14 @@ def _layout(
     if not props:
         key, source = reported or (tuple(names), "all_columns")
     else:
-        key, source = _evolve_key(table, tuple(json.loads(props[KEY_PROPERTY])), props, reported, names)
+        # a key column renamed through a hint keeps being the key (also if a crash left the property behind)
+        lake_key = tuple(k if k in names else renamed.get(k, k) for k in json.loads(props[KEY_PROPERTY]))
+        key, source = _evolve_key(table, lake_key, props, reported, names)
     missing = [k for k in key if k not in names]
     if missing:
         raise ConfigError(f"table {table}: key column(s) {missing} not found; columns are {names}")
-    lake_key = {"key": props.get(KEY_PROPERTY, ""), "source": props.get(KEY_SOURCE_PROPERTY, "")}
-    return TableLayout(table, cols, key, source, extra=lake_key, changes=tuple(changes))
+    was = {"key": props.get(KEY_PROPERTY, ""), "source": props.get(KEY_SOURCE_PROPERTY, "")}
+    return TableLayout(table, cols, key, source, extra=was, changes=tuple(changes), renames=tuple(renames))
 
 
 def _reported_key(
@@ -387,6 +396,8 @@ def _tables(spark: SparkSession, lake: str, layout: TableLayout) -> tuple[DeltaT
         (snapshot_path(lake, layout.table), snapshot_schema, SILVER_PROPERTIES, "snapshot (SCD1)"),
     ):
         table = delta.ensure_table(spark, path, schema, {**extra, **props}, f"{layout.table}: {comment}")
+        if _rename(spark, path, {f.name for f in table.toDF().schema.fields}, layout):
+            table = DeltaTable.forPath(spark, path)
         have = {f.name: f.dataType for f in table.toDF().schema.fields}
         new = [f for f in source.fields if f.name not in have]
         changed = [f for f in source.fields if f.name not in have or have[f.name] != f.dataType]
@@ -400,6 +411,28 @@ def _tables(spark: SparkSession, lake: str, layout: TableLayout) -> tuple[DeltaT
             table = DeltaTable.forPath(spark, path)
         out.append(table)
     return out[0], out[1], out[2]
+
+
+def _rename(spark: SparkSession, path: str, have: set[str], layout: TableLayout) -> bool:
+    """Give the table's columns (and the key structs' fields) the names the schema file's ``renamed_from``
+    hints give them. Delta column mapping makes a rename a metadata change: no file is rewritten, and
+    every value written under the old name reads under the new one. Returns whether anything changed."""
+    todo = [(old, new) for old, new in layout.renames if old in have and new not in have]
+    if not todo:
+        return False
+    _set_properties(
+        spark,
+        path,
+        {"delta.columnMapping.mode": "name", "delta.minReaderVersion": "2", "delta.minWriterVersion": "5"},
+    )
+    for old, new in todo:
+        log.warning("%s: renaming column %s to %s (renamed_from in its schema file)", path, old, new)
+        spark.sql(f"ALTER TABLE delta.`{path}` RENAME COLUMN `{old}` TO `{new}`")
+        if new in layout.key:
+            for struct in ("__key", "__old_key", "__moved_from", "__moved_to"):
+                if struct in have:
+                    spark.sql(f"ALTER TABLE delta.`{path}` RENAME COLUMN `{struct}`.`{old}` TO `{new}`")
+    return True
 
 
 def _widen(
@@ -602,7 +635,8 @@ def _rekey(
     was = layout.extra
     if not was["key"] or (json.loads(was["key"]), was["source"]) == (list(layout.key), layout.key_source):
         return False
-    old_key = tuple(json.loads(was["key"]))
+    now_named = {old: c.name for c in layout.columns for old in c.renamed_from}
+    old_key = tuple(k if k in layout.names else now_named.get(k, k) for k in json.loads(was["key"]))
     props = {KEY_PROPERTY: json.dumps(list(layout.key)), KEY_SOURCE_PROPERTY: layout.key_source}
     paths = [
         changes_path(lake, layout.table),
