@@ -61,6 +61,8 @@ class TableLayout:
     """Column type changes this batch makes (``resolver.evolution.TypeChange``)."""
     renames: tuple[tuple[str, str], ...] = field(default=(), compare=False)
     """Lake columns this batch renames, (old name, new name), from the schema file's hints."""
+    notes: tuple[str, ...] = field(default=(), compare=False)
+    """Schema changes and warnings for the batch summary."""
 
     def column(self, name: str) -> Column_:
         return next(c for c in self.columns if c.name == name)

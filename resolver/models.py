@@ -110,6 +110,10 @@ class TableSummary(ResolverModel):
     versions_written: int = Field(0, description="History rows inserted, changed or removed")
     bad_values: int = Field(0, description="Values that did not fit their column's type (quarantined)")
     rounds: int = Field(0, description="Pointer-jumping rounds run for key-change chains")
+    notes: list[str] = Field(
+        default_factory=list,
+        description="Schema changes the batch made, and warnings such as a likely rename",
+    )
 
 
 class IngestSummary(ResolverModel):
@@ -151,4 +155,5 @@ def table_lines(tables: list[TableSummary]) -> list[str]:
     ]
     widths = [max(len(r[i]) for r in [heads, *rows]) for i in range(len(heads))]
     fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
-    return ["", fmt.format(*heads), *(fmt.format(*r) for r in rows)]
+    notes = [f"{t.table}: {note}" for t in tables for note in t.notes]
+    return ["", fmt.format(*heads), *(fmt.format(*r) for r in rows), *([""] + notes if notes else [])]

@@ -42,6 +42,7 @@ from resolver.pgtypes import spark_type
 from resolver.read import QUARANTINE_SCHEMA
 from resolver.resolve import linked_keys, resolve_versions
 from resolver.tableschema import TableSchema
+from resolver.wal2json import format_lsn
 
 __all__ = ["BatchPlan", "apply_changes", "history_path", "plan_changes", "snapshot_path"]
 
@@ -177,6 +178,7 @@ def _batch_metadata(events: DataFrame) -> dict[str, dict[str, Any]]:
             F.count(F.when(op == "truncate", 1)).alias("truncates"),
             F.min("commit_lsn").alias("lo"),
             F.max("commit_lsn").alias("hi"),
+            F.max(F.when(op == "insert", F.struct("commit_lsn", "position"))).alias("last_insert"),
             F.collect_set(F.arrays_zip("column_names", "column_types")).alias("columns"),
             F.collect_set(F.arrays_zip("old_key_names", "old_key_types")).alias("old_keys"),
             F.collect_set(F.when(op.isin("update", "delete"), F.col("old_key_names"))).alias("identities"),
@@ -186,20 +188,32 @@ def _batch_metadata(events: DataFrame) -> dict[str, dict[str, Any]]:
     )  # one row per table
     names = F.concat(F.coalesce("column_names", F.array()), F.coalesce("old_key_names", F.array()))
     types = F.concat(F.coalesce("column_types", F.array()), F.coalesce("old_key_types", F.array()))
+    where = ["table", "commit_lsn", "position", "source_file", "source_line"]
     typed = (
-        events.select("table", "commit_lsn", "source_file", "source_line", names.alias("n"), types.alias("t"))
-        .select(
-            "table", "commit_lsn", "source_file", "source_line", F.explode(F.arrays_zip("n", "t")).alias("c")
-        )
+        events.select(*where, names.alias("n"), types.alias("t"))
+        .select(*where, F.explode(F.arrays_zip("n", "t")).alias("c"))
+        .filter(F.col("c.t").isNotNull())  # no types in the stream (include-types=0): nothing to compare
         .groupBy("table", F.col("c.n").alias("name"), F.col("c.t").alias("type"))
-        .agg(F.min(F.struct("commit_lsn", "source_file", "source_line")).alias("first"))
+        .agg(
+            F.min(F.struct("commit_lsn", "position", "source_file", "source_line")).alias("first"),
+            F.max(F.struct("commit_lsn", "position")).alias("last"),
+        )
         .collect()
     )  # one row per table, column and type
     seen: dict[str, dict[str, list[tuple[str | None, int | None, str, int]]]] = {}
+    first_at: dict[str, dict[str, tuple[int, int]]] = {}
+    last: dict[str, dict[str, tuple[int, int]]] = {}
     for r in sorted(typed, key=lambda r: (r["first"]["commit_lsn"] is None, r["first"]["commit_lsn"] or 0)):
         first = r["first"]
         entry = (r["type"], first["commit_lsn"], first["source_file"], first["source_line"])
         seen.setdefault(r["table"], {}).setdefault(r["name"], []).append(entry)
+        if first["commit_lsn"] is not None:  # (commit LSN, position) of the first and last event carrying it
+            at = (first["commit_lsn"], first["position"])
+            mine = first_at.setdefault(r["table"], {})
+            mine[r["name"]] = min(mine.get(r["name"], at), at)
+            end = (r["last"]["commit_lsn"], r["last"]["position"])
+            mine = last.setdefault(r["table"], {})
+            mine[r["name"]] = max(mine.get(r["name"], end), end)
     out = {}
     for r in rows:
         columns: dict[str, str | None] = {}
@@ -221,6 +235,9 @@ def _batch_metadata(events: DataFrame) -> dict[str, dict[str, Any]]:
             "identities": [list(x) for x in r["identities"] if x],
             "pks": [list(x) for x in r["pks"] if x],
             "types": seen.get(r["table"], {}),
+            "first": first_at.get(r["table"], {}),
+            "last": last.get(r["table"], {}),
+            "last_insert": tuple(r["last_insert"]) if r["last_insert"] is not None else None,
         }
     return out
 
@@ -296,8 +313,61 @@ def _layout(
     missing = [k for k in key if k not in names]
     if missing:
         raise ConfigError(f"table {table}: key column(s) {missing} not found; columns are {names}")
+    notes = [
+        f"column {c.column} widened from {c.old_type} to {c.new_type} at commit LSN {_lsn(c.lsn)}"
+        for c in changes
+    ]
+    notes += [f"column {old} renamed to {new} (renamed_from hint)" for old, new in renames]
+    notes += _likely_renames(table, meta, existing, columns, renamed)
+    for note in notes[len(changes) + len(renames) :]:
+        log.warning("table %s: %s", table, note)
     was = {"key": props.get(KEY_PROPERTY, ""), "source": props.get(KEY_SOURCE_PROPERTY, "")}
-    return TableLayout(table, cols, key, source, extra=was, changes=tuple(changes), renames=tuple(renames))
+    return TableLayout(
+        table,
+        cols,
+        key,
+        source,
+        extra=was,
+        changes=tuple(changes),
+        renames=tuple(renames),
+        notes=tuple(notes),
+    )
+
+
+def _lsn(lsn: int | None) -> str:
+    return "unknown" if lsn is None else format_lsn(lsn)
+
+
+def _likely_renames(
+    table: str,
+    meta: dict[str, Any],
+    lake: list[Column_],
+    columns: dict[str, Column_],
+    renamed: dict[str, str],
+) -> list[str]:
+    """Warnings for columns that look renamed without a hint: a column new to the lake appears while a
+    column of the same type is no longer sent (the batch's last event carrying it is older, or the batch
+    inserts rows without it), and no ``renamed_from`` hint links them."""
+    known = {c.name for c in lake}
+    first = meta["first"]
+    out = []
+    for name, at in first.items():
+        if name in known or name in renamed or any(name in c.renamed_from for c in columns.values()):
+            continue
+        typ = columns[renamed.get(name, name)].type
+        for old in columns.values():
+            if old.name == name or old.type != typ:
+                continue
+            gone = meta["last"].get(old.name)
+            stopped = gone < at if gone is not None else (meta["last_insert"] or (-1, -1)) >= at
+            if stopped:
+                out.append(
+                    f"column {name} ({typ}) first appears at commit LSN {format_lsn(at[0])} and {old.name} "
+                    f"({typ}) is no longer sent: if it was renamed, add to {table}.yaml (columns: - name: "
+                    f"{name}, renamed_from: [{old.name}]) before the next batch; until then they are two "
+                    "columns"
+                )
+    return out
 
 
 def _reported_key(
@@ -312,7 +382,14 @@ def _reported_key(
     if schema and schema.primary_key:
         return tuple(schema.primary_key), "schema_file"
     if meta["pks"]:
-        return tuple(renamed.get(k, k) for k in meta["pks"][0]), "primary_key"
+        pks = sorted({tuple(renamed.get(k, k) for k in pk) for pk in meta["pks"]})
+        if len(pks) > 1:
+            raise ConfigError(
+                f"table {meta['table']}: the batch reports different primary keys "
+                f"{', '.join(str(list(p)) for p in pks)}; if a key column was renamed, add renamed_from "
+                f"hints to {meta['table']}.yaml (columns: - name: <new name>, renamed_from: [<old name>])"
+            )
+        return pks[0], "primary_key"
     idents = {tuple(sorted(renamed.get(k, k) for k in ident)) for ident in meta["identities"]}
     if not idents:
         return None
@@ -577,6 +654,7 @@ def _apply_table(
         versions_written=counts.get("h_total", 0),
         bad_values=counts.get("bad", 0),
         rounds=rounds,
+        notes=list(layout.notes),
     ), bad
 
 

@@ -14,7 +14,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from resolver import ingest
+from resolver.models import Format
 from resolver.silver import history_path, snapshot_path
+from resolver.wal2json import Event, format_lsn, read_lines
 from tests.pgharness import PgDatabase, split_sql, write_lines
 
 pytestmark = [pytest.mark.spark, pytest.mark.postgres]
@@ -112,3 +114,49 @@ def test_vector_21_renamed_columns_keep_their_values(
         history = spark.read.format("delta").load(history_path(lake, f"public.{table}"))
         # the value written under the old name reads under the new one
         assert history.filter("g = 123 AND NOT __is_current").select("e").collect()[0][0] == Decimal("4.560")
+
+
+def test_a_rename_without_a_hint_is_reported_with_the_hint_to_add(
+    spark: SparkSession, pg_db: PgDatabase, tmp_path: Path
+) -> None:
+    pg_db.execute("CREATE TABLE people (id int PRIMARY KEY, mail text, age int)")
+    pg_db.create_slot("s")
+    pg_db.execute(
+        "INSERT INTO people VALUES (1, 'a@x', 30);\n"
+        "BEGIN;\nUPDATE people SET age = 31 WHERE id = 1;\n"
+        "ALTER TABLE people RENAME COLUMN mail TO email;\n"
+        "INSERT INTO people VALUES (2, 'b@x', 40);\nCOMMIT;"
+    )
+    path = tmp_path / "1.json"
+    write_lines(path, pg_db.capture("s", 2))
+    summary = ingest(spark, [str(path)], str(tmp_path / "lake"), "wal2json-v2")
+    (table,) = summary.tables
+    parsed = read_lines(path.read_bytes().splitlines(), str(path), Format.WAL2JSON_V2)
+    rows = [e.row for e in parsed if isinstance(e, Event)]
+    lsn = next(e["commit_lsn"] for e in rows if "email" in (e["column_names"] or []))
+    assert table.notes == [
+        f"column email (string) first appears at commit LSN {format_lsn(lsn)} and mail (string) is no longer "
+        "sent: if it was renamed, add to public.people.yaml (columns: - name: email, renamed_from: [mail]) "
+        "before the next batch; until then they are two columns"
+    ]
+    assert f"public.people: {table.notes[0]}" in summary.lines()
+    # the unrelated int column did not look renamed, and without the hint both columns are kept
+    assert _snapshot(spark, str(tmp_path / "lake"), "public.people", "id,mail,email,age") == [
+        (1, "a@x", None, 31),
+        (2, None, "b@x", 40),
+    ]
+
+
+def test_a_renamed_key_column_without_a_hint_fails_with_one_line(
+    spark: SparkSession, pg_db: PgDatabase, tmp_path: Path
+) -> None:
+    _run_workload(pg_db, _vector("21_"))
+    path = tmp_path / "v2.json"
+    write_lines(path, pg_db.capture("regression_slot", 2))
+    with pytest.raises(Exception) as err:
+        ingest(spark, [str(path)], str(tmp_path / "lake"), "wal2json-v2")
+    assert str(err.value) == (
+        "table public.w2j_rename_pk: the batch reports different primary keys ['a', 'd'], ['a', 'f'], "
+        "['g', 'f']; if a key column was renamed, add renamed_from hints to public.w2j_rename_pk.yaml "
+        "(columns: - name: <new name>, renamed_from: [<old name>])"
+    )
