@@ -48,12 +48,48 @@ def _parser() -> argparse.ArgumentParser:
     ingest.add_argument(
         "--master", default="local[2]", help="Spark master for the local session (default local[2])"
     )
+    schemas = commands.add_parser(
+        "schemas",
+        help="write and check per-table schema files (the schema registry)",
+        description="The schema registry: one <schema>.<table>.yaml per table (docs/schema-evolution.md).",
+    )
+    sub = schemas.add_subparsers(dest="action", required=True)
+    infer = sub.add_parser(
+        "infer",
+        help="write a schema file per table from wal2json files",
+        description="Read wal2json files (no Spark) and write one <schema>.<table>.yaml per table: columns "
+        "in the order they first appear, their PostgreSQL and Spark types, and the primary key the stream "
+        "reports (or the replica identity). Edit them, keep them in version control, and pass the folder "
+        "to 'resolver ingest --schemas'. A type written there is pinned: remove it to let the column "
+        "follow the stream.",
+        epilog="examples:\n"
+        "  resolver schemas infer samples/wal2json-v2 --format wal2json-v2 --out schemas/\n"
+        "  resolver schemas infer landing/*.json --format wal2json-v1 --out schemas/ --overwrite",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    infer.add_argument("files", nargs="+", metavar="FILE", help="wal2json files, or folders of them")
+    infer.add_argument("--format", required=True, choices=[f.value for f in Format])
+    infer.add_argument("--out", required=True, metavar="DIR", help="folder to write the files to")
+    infer.add_argument("--overwrite", action="store_true", help="replace files that exist")
+    check = sub.add_parser(
+        "check",
+        help="validate a folder of schema files",
+        description="Validate every schema file of a folder: YAML, keys (with 'did you mean'), Spark types, "
+        "primary_key and renamed_from consistency. With --lake, also that the key and renamed_from names are "
+        "columns of the lake's tables.",
+        epilog="examples:\n  resolver schemas check schemas/\n  resolver schemas check schemas/ --lake lake",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    check.add_argument("folder", metavar="DIR")
+    check.add_argument("--lake", metavar="DIR", help="also check names against this lake's tables")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if args.command == "schemas":
+            return _schemas(args)
         return _ingest(args)
     except ResolverError as e:
         print(f"resolver: error: {e}", file=sys.stderr)
@@ -89,3 +125,40 @@ def _ingest(args: argparse.Namespace) -> int:
         print(line)
     print(f"elapsed              {time.monotonic() - started:.1f} s")
     return 0
+
+
+def _schemas(args: argparse.Namespace) -> int:
+    from resolver import registry
+
+    if args.action == "infer":
+        found = registry.infer_schemas(args.files, args.format)
+        for path in registry.write_schemas(found, args.out, overwrite=args.overwrite):
+            print(path)
+        print(f"resolver: wrote {len(found)} schema file(s) to {args.out}", file=sys.stderr)
+        return 0
+    lake_columns = _lake_columns(args.lake) if args.lake else None
+    schemas = registry.check_schemas(args.folder, lake_columns)
+    print(f"{len(schemas)} schema file(s) valid in {args.folder}")
+    return 0
+
+
+def _lake_columns(lake: str) -> dict[str, list[str]]:
+    """Each silver table's source columns (its technical ones left out)."""
+    import os
+
+    from resolver.silver import snapshot_path
+
+    root = os.path.join(lake, "silver")
+    names = (
+        [n for n in sorted(os.listdir(root)) if not n.endswith("__history")] if os.path.isdir(root) else []
+    )
+    if not names:
+        return {}
+    from resolver.session import local_session
+
+    spark = local_session()
+    out = {}
+    for table in names:
+        cols = spark.read.format("delta").load(snapshot_path(lake, table)).columns
+        out[table] = [c for c in cols if not c.startswith("__")]
+    return out

@@ -69,6 +69,9 @@ class ColumnSpec(ResolverModel):
     name: str = Field(min_length=1, description="The column's current name in the source")
     type: str | None = Field(None, description="Spark SQL type to store it as (default: from the stream)")
     renamed_from: list[str] = Field(default_factory=list, description="Earlier names of this column")
+    pg_type: str | None = Field(
+        None, description="PostgreSQL type the stream sent (a note written by 'resolver schemas infer')"
+    )
 
     @field_validator("type")
     @classmethod
