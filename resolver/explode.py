@@ -63,6 +63,8 @@ class TableLayout:
     """Lake columns this batch renames, (old name, new name), from the schema file's hints."""
     notes: tuple[str, ...] = field(default=(), compare=False)
     """Schema changes and warnings for the batch summary."""
+    schema_log: tuple[dict[str, Any], ...] = field(default=(), compare=False)
+    """Rows for ``_resolver/schema_log``: the schema changes this batch makes (a new schema version)."""
 
     def column(self, name: str) -> Column_:
         return next(c for c in self.columns if c.name == name)

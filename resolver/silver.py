@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import reduce
 from typing import Any
 
@@ -44,7 +45,7 @@ from resolver.resolve import linked_keys, resolve_versions
 from resolver.tableschema import TableSchema
 from resolver.wal2json import format_lsn
 
-__all__ = ["BatchPlan", "apply_changes", "history_path", "plan_changes", "snapshot_path"]
+__all__ = ["BatchPlan", "apply_changes", "history_path", "plan_changes", "schema_log_path", "snapshot_path"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,21 @@ SILVER_PROPERTIES = {"delta.enableChangeDataFeed": "true"}
 _PARALLEL_TABLES = 4
 KEY_PROPERTY = "resolver.key"
 KEY_SOURCE_PROPERTY = "resolver.keySource"
+SCHEMA_VERSION_PROPERTY = "resolver.schemaVersion"
+SCHEMA_LOG_SCHEMA = T.StructType(
+    [
+        T.StructField("table", T.StringType()),
+        T.StructField("version", T.IntegerType()),
+        T.StructField("change", T.StringType()),
+        T.StructField("column", T.StringType()),
+        T.StructField("old_name", T.StringType()),
+        T.StructField("old_type", T.StringType()),
+        T.StructField("new_type", T.StringType()),
+        T.StructField("pg_type", T.StringType()),
+        T.StructField("lsn", T.LongType()),
+        T.StructField("logged_at", T.TimestampType()),
+    ]
+)
 _TECH_SNAPSHOT = [("__start_lsn", "bigint"), ("__start_time", "timestamp")]
 _TECH_HISTORY = [
     ("__start_lsn", "bigint"),
@@ -73,6 +89,11 @@ def history_path(lake: str, table: str) -> str:
 
 def changes_path(lake: str, table: str) -> str:
     return delta.table_path(lake, f"_resolver/changes/{table}")
+
+
+def schema_log_path(lake: str) -> str:
+    """Every schema change the lake made: per table, version, change, column, types and commit LSN."""
+    return delta.table_path(lake, "_resolver/schema_log")
 
 
 def pending_truncates_path(lake: str) -> str:
@@ -119,6 +140,7 @@ def apply_changes(
     """
     plan = plan or plan_changes(spark, events, lake, schemas)
     meta = plan.meta
+    _write_schema_log(spark, lake, plan)
 
     def one(table: str) -> tuple[TableSummary, DataFrame | None]:
         return _apply_table(spark, events, lake, {**meta[table], "table": table}, plan.layouts[table])
@@ -164,6 +186,22 @@ def plan_changes(
     with ThreadPoolExecutor(max_workers=max(1, min(_PARALLEL_TABLES, len(meta)))) as pool:
         layouts = dict(zip(sorted(meta), pool.map(layout, sorted(meta)), strict=True))
     return BatchPlan(meta, layouts)
+
+
+def _write_schema_log(spark: SparkSession, lake: str, plan: BatchPlan) -> None:
+    """Append the batch's schema changes to ``_resolver/schema_log`` (before the tables change: a rerun
+    after a crash finds the same rows and adds nothing)."""
+    rows = [e for layout in plan.layouts.values() if layout for e in layout.schema_log]
+    if not rows:
+        return
+    now = datetime.now(UTC).replace(tzinfo=None)
+    data = [tuple({**r, "logged_at": now}.get(f.name) for f in SCHEMA_LOG_SCHEMA.fields) for r in rows]
+    target = delta.ensure_table(
+        spark, schema_log_path(lake), SCHEMA_LOG_SCHEMA, {"delta.appendOnly": "true"}, "schema changes"
+    )
+    keys = ("table", "version", "change", "column")
+    condition = " AND ".join(f"t.`{k}` = s.`{k}`" for k in keys)
+    delta.insert_new(target, spark.createDataFrame(data, SCHEMA_LOG_SCHEMA), condition)
 
 
 def _batch_metadata(events: DataFrame) -> dict[str, dict[str, Any]]:
@@ -322,16 +360,57 @@ def _layout(
     for note in notes[len(changes) + len(renames) :]:
         log.warning("table %s: %s", table, note)
     was = {"key": props.get(KEY_PROPERTY, ""), "source": props.get(KEY_SOURCE_PROPERTY, "")}
+    version = int(props.get(SCHEMA_VERSION_PROPERTY, "0"))
+    entries = _schema_log_entries(table, meta, {c.name for c in existing}, cols, changes, renames, renamed)
+    if entries:
+        version += 1
+        entries = [{**e, "version": version} for e in entries]
     return TableLayout(
         table,
         cols,
         key,
         source,
-        extra=was,
+        extra={**was, "version": str(version)},
         changes=tuple(changes),
         renames=tuple(renames),
         notes=tuple(notes),
+        schema_log=tuple(entries),
     )
+
+
+def _schema_log_entries(
+    table: str,
+    meta: dict[str, Any],
+    known: set[str],
+    cols: tuple[Column_, ...],
+    changes: list[TypeChange],
+    renames: list[tuple[str, str]],
+    renamed: dict[str, str],
+) -> list[dict[str, Any]]:
+    """Rows of ``_resolver/schema_log`` for what this batch changes in the table's schema."""
+    first: dict[str, tuple[int, int]] = {}
+    for name, at in meta["first"].items():  # a lake column's first event, under any of its names
+        lake_name = renamed.get(name, name)
+        first[lake_name] = min(first.get(lake_name, at), at)
+    pg_types = {renamed.get(n, n): e[-1][0] for n, e in meta["types"].items() if e}
+    entries = []
+    for c in cols:
+        if c.name not in known:
+            at = first.get(c.name)
+            entries.append(
+                {"change": "added", "column": c.name, "new_type": c.type, "pg_type": pg_types.get(c.name),
+                 "lsn": at[0] if at else None}
+            )  # fmt: skip
+    for ch in changes:
+        if ch.column in known:
+            entries.append(
+                {"change": "widened", "column": ch.column, "old_type": ch.old_type, "new_type": ch.new_type,
+                 "pg_type": ch.pg_type, "lsn": ch.lsn}
+            )  # fmt: skip
+    for old, new in renames:
+        at = first.get(new)
+        entries.append({"change": "renamed", "column": new, "old_name": old, "lsn": at[0] if at else None})
+    return [{"table": table, **e} for e in entries]
 
 
 def _lsn(lsn: int | None) -> str:
@@ -442,7 +521,11 @@ def _tables(spark: SparkSession, lake: str, layout: TableLayout) -> tuple[DeltaT
     """The change store, history and snapshot of the table, created or widened to the layout's columns."""
     source = T.StructType([T.StructField(c.name, T._parse_datatype_string(c.type)) for c in layout.columns])  # noqa: SLF001
     key_t = layout.key_struct_type()
-    props = {KEY_PROPERTY: json.dumps(list(layout.key)), KEY_SOURCE_PROPERTY: layout.key_source}
+    props = {
+        KEY_PROPERTY: json.dumps(list(layout.key)),
+        KEY_SOURCE_PROPERTY: layout.key_source,
+        SCHEMA_VERSION_PROPERTY: layout.extra.get("version", "0"),
+    }
     store_schema = T.StructType(
         [
             T.StructField("__lsn", T.LongType()),
@@ -642,6 +725,9 @@ def _apply_table(
         if counts.get("s_total"):
             _merge(snapshot, snap_changes, list(layout.key), s_cols)
     bad = _bad_values(rows, layout) if counts.get("bad") else None
+    if layout.schema_log and layout.extra["key"]:  # existing tables now have this schema version
+        for path in (changes_path(lake, name), history_path(lake, name), snapshot_path(lake, name)):
+            _set_properties(spark, path, {SCHEMA_VERSION_PROPERTY: layout.extra["version"]})
     return TableSummary(
         table=layout.table,
         events=meta["events"],

@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 from resolver import ingest
 from resolver.errors import ConfigError
 from resolver.models import Format
-from resolver.silver import changes_path, history_path, snapshot_path
+from resolver.silver import changes_path, history_path, schema_log_path, snapshot_path
 from resolver.wal2json import Event, format_lsn, read_lines
 from tests.pgharness import PgDatabase, write_lines
 
@@ -90,6 +90,23 @@ def test_widened_columns_keep_every_value_in_any_delivery_order(
         a = spark.read.format("delta").load(path(lakes["in-order"], "public.evo"))
         b = spark.read.format("delta").load(path(lakes["reversed"], "public.evo")).select(*a.columns)
         assert a.exceptAll(b).isEmpty() and b.exceptAll(a).isEmpty()
+    log = spark.read.format("delta").load(schema_log_path(lakes["in-order"]))
+    got = {tuple(r) for r in log.select("version", "change", "column", "old_type", "new_type").collect()}
+    added = {
+        (1, "added", c, None, t) for c, t in [("id", "int"), ("n", "smallint"), ("amount", "decimal(10,2)")]
+    }
+    assert added <= got
+    assert {r for r in got if r[0] == 2} == {
+        (2, "widened", "n", "smallint", "bigint"),
+        (2, "widened", "amount", "decimal(10,2)", "decimal(14,4)"),
+        (2, "widened", "ratio", "float", "double"),
+        (2, "widened", "d", "date", "timestamp_ntz"),
+        (2, "widened", "id", "int", "bigint"),
+    }
+    snap_props = spark.sql(
+        f"DESCRIBE DETAIL delta.`{snapshot_path(lakes['in-order'], 'public.evo')}`"
+    ).first()
+    assert snap_props is not None and snap_props["properties"]["resolver.schemaVersion"] == "2"
     # widening is metadata: the change store's files from the first batch were not rewritten
     log = Path(changes_path(lakes["in-order"], "public.evo")) / "_delta_log"
     assert any("typeWidening" in p.read_text() for p in log.glob("*.json"))
