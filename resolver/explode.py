@@ -9,7 +9,7 @@ The output is one row per event of one table, the rows of ``_resolver/changes/<s
 | ``__time``, ``__xid`` | commit time and transaction id (data) |
 | ``__key`` | the key the event gives a row (insert, update), as a struct of the key columns |
 | ``__old_key`` | the key the event finds its row by (update, delete): the identity sent, or ``__key`` |
-| ``__present`` | names of the columns the event carried (an insert carries all of them) |
+| ``__present`` | names of the columns the event carried (an insert carries every column the table had) |
 | source columns | typed values; an absent column is NULL here and ``__present`` says it is absent |
 | ``__bad`` | ``column: text`` for values that did not fit the column's type (they are NULL) |
 | ``__file``, ``__line`` | provenance |
@@ -63,6 +63,13 @@ class TableLayout:
     """Lake columns this batch renames, (old name, new name), from the schema file's hints."""
     notes: tuple[str, ...] = field(default=(), compare=False)
     """Schema changes and warnings for the batch summary."""
+    drops: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict, compare=False)
+    """Per column, (commit LSN, position) of inserts that did not carry it: it did not exist then (dropped),
+    so a value carried before such a point is not carried past it."""
+    drop_state: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
+    """Per column: first event that carried it, drop points, last event after a drop (``silver._drops``)."""
+    rescan: dict[str, tuple[Any, Any]] = field(default_factory=dict, compare=False)
+    """Columns whose first event moved earlier: the change store range to search for inserts without them."""
     schema_log: tuple[dict[str, Any], ...] = field(default=(), compare=False)
     """Rows for ``_resolver/schema_log``: the schema changes this batch makes (a new schema version)."""
 
@@ -123,7 +130,7 @@ def explode_events(events: DataFrame, layout: TableLayout) -> DataFrame:
     for col in layout.columns:
         new_has, new_text = _lookup(F.col("column_names"), F.col("column_values"), col.stream_names)
         old_has, old_text = _lookup(F.col("old_key_names"), F.col("old_key_values"), col.stream_names)
-        carried = is_insert | new_has | (is_update & old_has)
+        carried = new_has | (is_update & old_has)  # an insert lacks a column only if it did not exist
         text = F.when(new_has, new_text).when(is_update & old_has, old_text)
         typed = _typed(text, col.type)
         values[col.name] = F.when(carried, typed)

@@ -198,9 +198,32 @@ def resolve_versions(changes: DataFrame, layout: TableLayout, moves: bool = True
         F.lit(None).cast(key_t).alias("__from"),
         *no_values,
     )
-    touches = produce.unionByName(ends).unionByName(wiped)
+    touches = produce.unionByName(ends).unionByName(wiped).withColumn("__tie", F.lit(1))
+    points = sorted({p for ps in layout.drops.values() for p in ps})
+    if points:
+        # a column dropped at a point is gone from every row held then: each key's row gets a new image
+        # there (a *refresh*, carrying no column), kept only where the key holds a row
+        at = changes.sparkSession.createDataFrame(
+            [(lsn, pos, t) for lsn, pos, t in points], "__lsn bigint, __pos int, __t bigint"
+        )
+        refresh = keys.crossJoin(F.broadcast(at)).select(
+            "__k",
+            F.lit(_PRODUCE).alias("__kind"),
+            *seq,
+            F.timestamp_micros("__t").alias("__time"),
+            F.lit("refresh").alias("__op"),
+            F.lit(False).alias("__move"),
+            F.lit(None).cast(key_t).alias("__from"),
+            F.array().cast("array<string>").alias("__present"),
+            *no_values[1:],
+            F.lit(0).alias("__tie"),
+        )
+        before = Window.partitionBy("__k").orderBy(*seq, "__tie").rowsBetween(Window.unboundedPreceding, -1)
+        held = F.last(F.when(F.col("__op") != "refresh", F.col("__kind")), ignorenulls=True).over(before)
+        touches = touches.unionByName(refresh).withColumn("__held", held)
+        touches = touches.filter((F.col("__op") != "refresh") | (F.col("__held") == _PRODUCE)).drop("__held")
     # per key, in order: a produced image starts a segment unless it continues the image just before it
-    by_key = Window.partitionBy("__k").orderBy(*seq)
+    by_key = Window.partitionBy("__k").orderBy(*seq, "__tie")
     upto = by_key.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     prev_kind = F.lag("__kind").over(by_key)
     start = (F.col("__kind") == _PRODUCE) & (
@@ -263,14 +286,19 @@ def resolve_versions(changes: DataFrame, layout: TableLayout, moves: bool = True
         prod = prod.withColumn("__lineage", seg_id)
 
     # images: a column absent from an event takes the last value its row's lineage carried
-    lineage = Window.partitionBy("__lineage").orderBy(*seq).rowsBetween(Window.unboundedPreceding, 0)
-    filled = [
-        F.last(F.when(F.array_contains("__present", c), F.struct(F.col(c).alias("v"))), ignorenulls=True)
-        .over(lineage)
-        .getField("v")
-        .alias(c)
-        for c in values
-    ]
+    lineage = Window.partitionBy("__lineage").orderBy(*seq, "__tie").rowsBetween(Window.unboundedPreceding, 0)
+
+    def fill(c: str) -> Column:
+        held = F.struct(F.col(c).alias("v"), F.struct(*seq).alias("at"))
+        last = F.last(F.when(F.array_contains("__present", c), held), ignorenulls=True).over(lineage)
+        now = F.struct(*seq)
+        dropped = F.lit(False)  # a drop of the column between the value and this event voids the value
+        for lsn, pos, *_ in layout.drops.get(c, ()):
+            point = F.struct(F.lit(lsn).cast("bigint").alias("__lsn"), F.lit(pos).cast("int").alias("__pos"))
+            dropped = dropped | ((last.getField("at") < point) & (point <= now))
+        return F.when(~dropped, last.getField("v")).alias(c)
+
+    filled = [fill(c) for c in values]
     image = [F.col("__k").getField(k).alias(k) for k in layout.key]
     prod = prod.select(
         "__k",
@@ -279,6 +307,7 @@ def resolve_versions(changes: DataFrame, layout: TableLayout, moves: bool = True
         "__time",
         F.struct(*image, *filled).alias("__img"),
         "__lineage",
+        "__tie",
     )
     gone = touches.filter(F.col("__kind") == _END).select(
         "__k",
@@ -287,6 +316,7 @@ def resolve_versions(changes: DataFrame, layout: TableLayout, moves: bool = True
         "__time",
         F.lit(None).cast(prod.schema["__img"].dataType).alias("__img"),
         F.lit(None).cast(prod.schema["__lineage"].dataType).alias("__lineage"),
+        "__tie",
     )
     states = prod.unionByName(gone)
     # the state of each key after each transaction: its last touch in the transaction

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import reduce
 from typing import Any
@@ -54,6 +55,7 @@ _PARALLEL_TABLES = 4
 KEY_PROPERTY = "resolver.key"
 KEY_SOURCE_PROPERTY = "resolver.keySource"
 SCHEMA_VERSION_PROPERTY = "resolver.schemaVersion"
+DROPS_PROPERTY = "resolver.droppedAt"
 SCHEMA_LOG_SCHEMA = T.StructType(
     [
         T.StructField("table", T.StringType()),
@@ -140,7 +142,9 @@ def apply_changes(
     """
     plan = plan or plan_changes(spark, events, lake, schemas)
     meta = plan.meta
-    _write_schema_log(spark, lake, plan)
+    _write_schema_log(
+        spark, lake, [e for layout in plan.layouts.values() if layout for e in layout.schema_log]
+    )
 
     def one(table: str) -> tuple[TableSummary, DataFrame | None]:
         return _apply_table(spark, events, lake, {**meta[table], "table": table}, plan.layouts[table])
@@ -188,10 +192,12 @@ def plan_changes(
     return BatchPlan(meta, layouts)
 
 
-def _write_schema_log(spark: SparkSession, lake: str, plan: BatchPlan) -> None:
-    """Append the batch's schema changes to ``_resolver/schema_log`` (before the tables change: a rerun
-    after a crash finds the same rows and adds nothing)."""
-    rows = [e for layout in plan.layouts.values() if layout for e in layout.schema_log]
+_SCHEMA_LOG_LOCK = threading.Lock()
+
+
+def _write_schema_log(spark: SparkSession, lake: str, rows: list[dict[str, Any]]) -> None:
+    """Append schema changes to ``_resolver/schema_log`` (before the tables change: a rerun after a crash
+    finds the same rows and adds nothing). Table threads take turns."""
     if not rows:
         return
     now = datetime.now(UTC).replace(tzinfo=None)
@@ -201,7 +207,8 @@ def _write_schema_log(spark: SparkSession, lake: str, plan: BatchPlan) -> None:
     )
     keys = ("table", "version", "change", "column")
     condition = " AND ".join(f"t.`{k}` = s.`{k}`" for k in keys)
-    delta.insert_new(target, spark.createDataFrame(data, SCHEMA_LOG_SCHEMA), condition)
+    with _SCHEMA_LOG_LOCK:
+        delta.insert_new(target, spark.createDataFrame(data, SCHEMA_LOG_SCHEMA), condition)
 
 
 def _batch_metadata(events: DataFrame) -> dict[str, dict[str, Any]]:
@@ -252,6 +259,18 @@ def _batch_metadata(events: DataFrame) -> dict[str, dict[str, Any]]:
             end = (r["last"]["commit_lsn"], r["last"]["position"])
             mine = last.setdefault(r["table"], {})
             mine[r["name"]] = max(mine.get(r["name"], end), end)
+    inserts = (
+        events.filter((op == "insert") & F.col("commit_lsn").isNotNull())
+        .groupBy("table", F.array_sort("column_names").alias("cols"))
+        .agg(
+            F.min(F.struct("commit_lsn", "position", F.unix_micros("commit_time").alias("t"))).alias("first")
+        )
+        .collect()
+    )  # one row per table and column set of its inserts (a handful: one per schema the batch spans)
+    insert_sets: dict[str, list[tuple[frozenset[str], tuple[int, int, int]]]] = {}
+    for r in inserts:
+        point = (r["first"]["commit_lsn"], r["first"]["position"], r["first"]["t"])
+        insert_sets.setdefault(r["table"], []).append((frozenset(r["cols"] or []), point))
     out = {}
     for r in rows:
         columns: dict[str, str | None] = {}
@@ -274,6 +293,7 @@ def _batch_metadata(events: DataFrame) -> dict[str, dict[str, Any]]:
             "pks": [list(x) for x in r["pks"] if x],
             "types": seen.get(r["table"], {}),
             "first": first_at.get(r["table"], {}),
+            "insert_sets": insert_sets.get(r["table"], []),
             "last": last.get(r["table"], {}),
             "last_insert": tuple(r["last_insert"]) if r["last_insert"] is not None else None,
         }
@@ -362,6 +382,12 @@ def _layout(
     was = {"key": props.get(KEY_PROPERTY, ""), "source": props.get(KEY_SOURCE_PROPERTY, "")}
     version = int(props.get(SCHEMA_VERSION_PROPERTY, "0"))
     entries = _schema_log_entries(table, meta, {c.name for c in existing}, cols, changes, renames, renamed)
+    drops, new_drops, rescan = _drops(json.loads(props.get(DROPS_PROPERTY, "{}")), meta, names, key, renamed)
+    entries += [
+        {"table": table, "change": "dropped", "column": c, "lsn": point[0]}
+        for c, points in sorted(new_drops.items())
+        for point in points
+    ]
     if entries:
         version += 1
         entries = [{**e, "version": version} for e in entries]
@@ -370,12 +396,80 @@ def _layout(
         cols,
         key,
         source,
-        extra={**was, "version": str(version)},
+        extra={
+            **was,
+            "version": str(version),
+            "drops_was": json.dumps(json.loads(props.get(DROPS_PROPERTY, "{}")), sort_keys=True)
+            if props.get(DROPS_PROPERTY)
+            else "",
+        },
         changes=tuple(changes),
         renames=tuple(renames),
         notes=tuple(notes),
         schema_log=tuple(entries),
+        drops={c: tuple(tuple(p) for p in d["points"]) for c, d in drops.items() if d["points"]},
+        drop_state=drops,
+        rescan=rescan,
     )
+
+
+def _drops(
+    known: dict[str, dict[str, Any]],
+    meta: dict[str, Any],
+    names: list[str],
+    key: tuple[str, ...],
+    renamed: dict[str, str],
+) -> tuple[dict[str, dict[str, Any]], dict[str, list[tuple[int, ...]]], dict[str, tuple[Any, Any]]]:
+    """Where columns stopped existing. An insert carries every column its table has, so an insert without a
+    column that was sent before it is a point where the column did not exist (it was dropped); a value
+    carried before such a point is not carried past it (``resolve_versions``).
+
+    Per column the lake keeps the first event that carried it, its drop points, and the last event that
+    carried it after a drop (a column added back). Returns that state, the points this batch's inserts add,
+    and the columns whose first event moved earlier (new columns, late batches) with the range of the
+    change store to search for inserts without them (``_rescan_drops``). A point adds nothing when an
+    earlier one covers it (the column was not sent in between), so the list stays short."""
+    out = {
+        c: {"first": d.get("first"), "points": [tuple(p) for p in d["points"]], "carried": d.get("carried")}
+        for c, d in known.items()
+    }
+    first: dict[str, tuple[int, int]] = {}
+    last: dict[str, tuple[int, int]] = {}
+    for name, at in meta["first"].items():
+        lake_name = renamed.get(name, name)
+        first[lake_name] = min(first.get(lake_name, at), at)
+        end = meta["last"][name]
+        last[lake_name] = max(last.get(lake_name, end), end)
+    rescan: dict[str, tuple[Any, Any]] = {}
+    for c in names:
+        if c in key or c not in first:
+            continue
+        d = out.setdefault(c, {"first": None, "points": [], "carried": None})
+        was = tuple(d["first"]) if d["first"] else None
+        if was is None or first[c] < was:
+            rescan[c] = (first[c], was)
+            d["first"] = first[c]
+        if d["points"] and (d["carried"] is None or tuple(d["carried"]) < last[c]):
+            d["carried"] = last[c]  # sent again after a drop (added back)
+    added: dict[str, list[tuple[int, ...]]] = {}
+    for cols, point in sorted(meta["insert_sets"], key=lambda s: s[1]):
+        carried = {renamed.get(n, n) for n in cols}
+        for c in names:
+            d = out.get(c)
+            if c in carried or c in rescan or not d or not d["first"] or tuple(d["first"]) >= point[:2]:
+                continue
+            if add_point(d, point):
+                added.setdefault(c, []).append(point)
+    return out, added, rescan
+
+
+def add_point(state: dict[str, Any], point: tuple[int, ...]) -> bool:
+    """Add a drop point to a column's state unless an earlier point covers it."""
+    carried = tuple(state["carried"]) if state["carried"] else None
+    if any(q <= point and (carried is None or carried < q[:2]) for q in state["points"]):
+        return False
+    state["points"] = sorted([*state["points"], tuple(point)])
+    return True
 
 
 def _schema_log_entries(
@@ -663,6 +757,24 @@ def _apply_table(
         delta.insert_new(store, batch, condition)
 
     all_changes = store.toDF()
+    found = _rescan_drops(all_changes, layout) if layout.rescan else {}
+    if found:  # drops of columns new to the lake (or sent earlier than it knew) found among held inserts
+        layout = replace(
+            layout,
+            drops={
+                c: tuple(tuple(p) for p in d["points"]) for c, d in layout.drop_state.items() if d["points"]
+            },
+        )
+        version = int(layout.extra["version"]) + (0 if layout.schema_log else 1)
+        more = [
+            {"table": name, "change": "dropped", "column": c, "lsn": p[0], "version": version}
+            for c, points in sorted(found.items())
+            for p in points
+        ]
+        _write_schema_log(spark, lake, [*layout.schema_log, *more])
+        layout = replace(
+            layout, schema_log=(*layout.schema_log, *more), extra={**layout.extra, "version": str(version)}
+        )
     # affected keys: touched by the batch, closed under key changes
     touched = (
         rows.select(_key_hash(F.col("__key")).alias("node"))
@@ -679,7 +791,8 @@ def _apply_table(
         )
         moves = moves.filter(F.col("u").isNotNull() & F.col("v").isNotNull())
         has_moves = not moves.isEmpty()
-        if meta["truncates"] or rekeyed or adopted:
+        dropped = any(e["change"] == "dropped" for e in layout.schema_log)  # rows held then lose the column
+        if meta["truncates"] or rekeyed or adopted or dropped:
             affected = None  # a truncate touches every key; a new key changes every key
         elif not has_moves:
             affected = touched.localCheckpoint(eager=True)
@@ -728,6 +841,9 @@ def _apply_table(
     if layout.schema_log and layout.extra["key"]:  # existing tables now have this schema version
         for path in (changes_path(lake, name), history_path(lake, name), snapshot_path(lake, name)):
             _set_properties(spark, path, {SCHEMA_VERSION_PROPERTY: layout.extra["version"]})
+    drops = json.dumps(layout.drop_state, sort_keys=True) if layout.drop_state else ""
+    if drops and drops != layout.extra.get("drops_was"):
+        _set_properties(spark, changes_path(lake, name), {DROPS_PROPERTY: drops})
     return TableSummary(
         table=layout.table,
         events=meta["events"],
@@ -742,6 +858,28 @@ def _apply_table(
         rounds=rounds,
         notes=list(layout.notes),
     ), bad
+
+
+def _rescan_drops(changes: DataFrame, layout: TableLayout) -> dict[str, list[tuple[int, ...]]]:
+    """Drop points of the columns in ``layout.rescan`` among the inserts the store holds: the first insert
+    without the column after the first event that carried it (one small aggregate over the range)."""
+    at = F.struct("__lsn", "__pos")
+    aggs = []
+    for c, (first, was) in layout.rescan.items():
+        after = at > F.struct(F.lit(first[0]).cast("bigint"), F.lit(first[1]).cast("int"))
+        if was:
+            after = after & (at < F.struct(F.lit(was[0]).cast("bigint"), F.lit(was[1]).cast("int")))
+        lacking = (F.col("__op") == "insert") & ~F.array_contains("__present", c) & after
+        point = F.struct("__lsn", "__pos", F.unix_micros("__time").alias("t"))
+        aggs.append(F.min(F.when(lacking, point)).alias(c))
+    lo = min(first[0] for first, _ in layout.rescan.values())
+    row = changes.filter((F.col("__op") == "insert") & (F.col("__lsn") >= lo)).agg(*aggs).first()
+    found: dict[str, list[tuple[int, ...]]] = {}
+    for c in layout.rescan:
+        p = row[c] if row is not None else None
+        if p is not None and add_point(layout.drop_state[c], (p[0], p[1], p[2])):
+            found.setdefault(c, []).append((p[0], p[1], p[2]))
+    return found
 
 
 def _defer_truncates(spark: SparkSession, events: DataFrame, lake: str, table: str) -> None:

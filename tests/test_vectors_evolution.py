@@ -68,11 +68,21 @@ def test_vector_16_added_and_dropped_columns(spark: SparkSession, pg_db: PgDatab
         lake = str(tmp_path / f"lake{fmt}")
         ingest(spark, [str(path)], lake, f"wal2json-v{fmt}")
         assert pg_db.query("SELECT a, c FROM w2j_position ORDER BY a") == [(1, None), (5, 7)]
-        # b was dropped: it stays, with the value row 1 had; row 5, inserted after the drop, has none
-        assert _snapshot(spark, lake, "public.w2j_position", "a,b,c") == [(1, 3, None), (5, None, 7)]
+        # b was dropped: it stays in the lake, history keeps row 1's values, and from the first insert
+        # without it (row 5's, where the lake learns of the drop) every row holds NULL there
+        assert _snapshot(spark, lake, "public.w2j_position", "a,b,c") == [(1, None, None), (5, None, 7)]
         history = spark.read.format("delta").load(history_path(lake, "public.w2j_position"))
-        got = sorted(tuple(r) for r in history.select("a", "b", "c", "__is_current").collect())
-        assert got == [(1, 2, None, False), (1, 3, None, True), (5, None, 6, False), (5, None, 7, True)]
+        got = sorted([tuple(r) for r in history.select("a", "b", "c", "__is_current").collect()], key=str)
+        assert got == [
+            (1, 2, None, False),
+            (1, 3, None, False),
+            (1, None, None, True),
+            (5, None, 6, False),
+            (5, None, 7, True),
+        ]
+        row5 = history.filter("a = 5").agg({"__start_lsn": "min"}).first()
+        row1 = history.filter("a = 1 AND __is_current").select("__start_lsn").first()
+        assert row5 is not None and row1 is not None and row1[0] == row5[0]  # the drop's commit
 
 
 @pytest.mark.parametrize("hint", ["from-the-start", "added-later"])
@@ -140,11 +150,15 @@ def test_a_rename_without_a_hint_is_reported_with_the_hint_to_add(
         "before the next batch; until then they are two columns"
     ]
     assert f"public.people: {table.notes[0]}" in summary.lines()
-    # the unrelated int column did not look renamed, and without the hint both columns are kept
-    assert _snapshot(spark, str(tmp_path / "lake"), "public.people", "id,mail,email,age") == [
-        (1, "a@x", None, 31),
+    # the unrelated int column did not look renamed; without the hint the rename is a drop plus an add:
+    # both columns are kept, mail is NULL from the drop on and its value stays in history
+    lake = str(tmp_path / "lake")
+    assert _snapshot(spark, lake, "public.people", "id,mail,email,age") == [
+        (1, None, None, 31),
         (2, None, "b@x", 40),
     ]
+    history = spark.read.format("delta").load(history_path(lake, "public.people"))
+    assert [r[0] for r in history.filter("id = 1 AND NOT __is_current").select("mail").collect()] == ["a@x"]
 
 
 def test_a_renamed_key_column_without_a_hint_fails_with_one_line(
@@ -160,3 +174,41 @@ def test_a_renamed_key_column_without_a_hint_fails_with_one_line(
         "['g', 'f']; if a key column was renamed, add renamed_from hints to public.w2j_rename_pk.yaml "
         "(columns: - name: <new name>, renamed_from: [<old name>])"
     )
+
+
+def test_a_dropped_column_keeps_its_past_and_is_null_from_the_drop_on(
+    spark: SparkSession, pg_db: PgDatabase, tmp_path: Path
+) -> None:
+    """DROP COLUMN b, then ADD COLUMN b again: the lake learns of the drop at the first insert without b.
+    From there every row holds NULL in b (a new version for the rows that had a value), history keeps the
+    values from before, and after the column comes back the snapshot equals PostgreSQL, in any order."""
+    pg_db.execute("CREATE TABLE d (id int PRIMARY KEY, a text, b text)")
+    pg_db.create_slot("s")
+    pg_db.execute("INSERT INTO d VALUES (1, 'x', 'y'), (2, 'p', 'q'), (5, 'untouched', 'old')")
+    first = tmp_path / "1.json"
+    write_lines(first, pg_db.capture("s", 2, consume=True))
+    pg_db.execute(
+        "ALTER TABLE d DROP COLUMN b;\nINSERT INTO d VALUES (3, 'z');\nUPDATE d SET a = 'x2' WHERE id = 1;\n"
+        "ALTER TABLE d ADD COLUMN b text;\nUPDATE d SET a = 'p2' WHERE id = 2;\n"
+        "INSERT INTO d VALUES (4, 'w', 'new');"
+    )
+    second = tmp_path / "2.json"
+    write_lines(second, pg_db.capture("s", 2, consume=True))
+    expected = sorted(pg_db.query("SELECT id, a, b FROM d"))
+    assert expected[4] == (5, "untouched", None)
+    lakes = []
+    for name, order in (("in-order", [first, second]), ("reversed", [second, first])):
+        lake = str(tmp_path / name)
+        for path in order:
+            ingest(spark, [str(path)], lake, "wal2json-v2")
+        assert _snapshot(spark, lake, "public.d", "id,a,b") == expected, name
+        history = spark.read.format("delta").load(history_path(lake, "public.d"))
+        kept = {tuple(r) for r in history.filter("NOT __is_current").select("id", "a", "b").collect()}
+        assert {(1, "x", "y"), (2, "p", "q"), (5, "untouched", "old")} <= kept
+        lakes.append(lake)
+        log = spark.read.format("delta").load(f"{lake}/_resolver/schema_log")
+        assert [r[0] for r in log.filter("change = 'dropped'").select("column").collect()] == ["b"]
+    for path in (snapshot_path, history_path):
+        a = spark.read.format("delta").load(path(lakes[0], "public.d"))
+        b = spark.read.format("delta").load(path(lakes[1], "public.d")).select(*a.columns)
+        assert a.exceptAll(b).isEmpty() and b.exceptAll(a).isEmpty()
