@@ -58,7 +58,9 @@ def infer_schemas(paths: Sequence[str], fmt: Format | str) -> dict[str, TableSch
             ColumnSpec(name=name, type=spark_type(typ) if typ else None, pg_type=typ)
             for name, typ in cols.items()
         ]
-        out[table] = TableSchema(table=table, primary_key=key or None, columns=specs)
+        out[table] = TableSchema.model_validate(
+            {"table": table, "primary_key": key or None, "columns": specs}
+        )
     return out
 
 

@@ -204,7 +204,7 @@ def resolve_versions(changes: DataFrame, layout: TableLayout, moves: bool = True
         # a column dropped at a point is gone from every row held then: each key's row gets a new image
         # there (a *refresh*, carrying no column), kept only where the key holds a row
         at = changes.sparkSession.createDataFrame(
-            [(lsn, pos, t) for lsn, pos, t in points], "__lsn bigint, __pos int, __t bigint"
+            [tuple(p[:3]) for p in points], "__lsn bigint, __pos int, __t bigint"
         )
         refresh = keys.crossJoin(F.broadcast(at)).select(
             "__k",
@@ -324,8 +324,8 @@ def resolve_versions(changes: DataFrame, layout: TableLayout, moves: bool = True
     states = states.withColumn("__last", last_in_txn.isNull() | (last_in_txn != F.col("__lsn")))
     states = states.filter("__last").drop("__last", "__pos")
     by_key_txn = Window.partitionBy("__k").orderBy("__lsn")
-    before = F.lag(F.struct(F.col("__kind"), F.col("__img"))).over(by_key_txn)
-    same = F.coalesce(before.getField("__kind"), F.lit(_END)).eqNullSafe(F.col("__kind")) & before.getField(
+    was = F.lag(F.struct(F.col("__kind"), F.col("__img"))).over(by_key_txn)
+    same = F.coalesce(was.getField("__kind"), F.lit(_END)).eqNullSafe(F.col("__kind")) & was.getField(
         "__img"
     ).eqNullSafe(F.col("__img"))
     kept = states.withColumn("__same", same).filter(~F.col("__same")).drop("__same")
@@ -334,14 +334,14 @@ def resolve_versions(changes: DataFrame, layout: TableLayout, moves: bool = True
     versions = kept.filter(F.col("__kind") == _PRODUCE)
     if moves:
         # lineage: where the row was before the version's first transaction and after its last one
-        before = steps.select("__lineage", "__lsn", F.col("__before").alias("__moved_from"))
-        after = steps.select(
+        came = steps.select("__lineage", "__lsn", F.col("__before").alias("__moved_from"))
+        went = steps.select(
             F.col("__lineage").alias("__l2"),
             F.col("__lsn").alias("__end"),
             F.col("__after").alias("__moved_to"),
         )
-        versions = versions.join(before, ["__lineage", "__lsn"], "left").join(
-            after, (F.col("__lineage") == F.col("__l2")) & (F.col("__next.__lsn") == F.col("__end")), "left"
+        versions = versions.join(came, ["__lineage", "__lsn"], "left").join(
+            went, (F.col("__lineage") == F.col("__l2")) & (F.col("__next.__lsn") == F.col("__end")), "left"
         )
         other = {
             c: F.when(~F.col(c).eqNullSafe(F.col("__k")), F.col(c)).cast(key_t)

@@ -339,10 +339,10 @@ def _layout(
     stream.update(meta["columns"])
     for name in stream:
         lake_name = renamed.get(name) or name
-        spec = pinned.get(lake_name)
-        if spec and spec.type:  # pinned: values are cast to it, whatever the stream says
+        pin = pinned.get(lake_name)
+        if pin and pin.type:  # pinned: values are cast to it, whatever the stream says
             if lake_name not in columns:
-                columns[lake_name] = Column_(lake_name, spec.type, tuple(spec.renamed_from))
+                columns[lake_name] = Column_(lake_name, pin.type, tuple(pin.renamed_from))
             continue
         incoming = [(spark_type(t), t, lsn, file, line) for t, lsn, file, line in meta["types"].get(name, [])]
         if not incoming:  # the stream sends no types (include-types=0): the lake's, else text
@@ -353,7 +353,7 @@ def _layout(
             have, pg_was, incoming = incoming[0][0], incoming[0][1], incoming[1:]
         typ, found = evolve_type(table, lake_name, have, pg_was, incoming, policy)
         changes += found
-        columns[lake_name] = Column_(lake_name, typ, tuple(spec.renamed_from) if spec else ())
+        columns[lake_name] = Column_(lake_name, typ, tuple(pin.renamed_from) if pin else ())
     for name, spec in pinned.items():  # pinned columns the batch did not carry
         if name not in columns and spec.type:
             columns[name] = Column_(name, spec.type, tuple(spec.renamed_from))
@@ -455,10 +455,10 @@ def _drops(
     for cols, point in sorted(meta["insert_sets"], key=lambda s: s[1]):
         carried = {renamed.get(n, n) for n in cols}
         for c in names:
-            d = out.get(c)
-            if c in carried or c in rescan or not d or not d["first"] or tuple(d["first"]) >= point[:2]:
+            state = out.get(c)
+            if c in carried or c in rescan or not state or not state["first"]:
                 continue
-            if add_point(d, point):
+            if tuple(state["first"]) < point[:2] and add_point(state, point):
                 added.setdefault(c, []).append(point)
     return out, added, rescan
 
@@ -731,7 +731,20 @@ def _apply_table(
     name = meta["table"]
     if layout is None:
         _defer_truncates(spark, events, lake, name)
-        return TableSummary(table=name, events=meta["events"], skipped=meta["skipped"]), None
+        skipped = TableSummary(
+            table=name,
+            events=meta["events"],
+            skipped=meta["skipped"],
+            inserted=0,
+            updated=0,
+            deleted=0,
+            moved=0,
+            late=0,
+            versions_written=0,
+            bad_values=0,
+            rounds=0,
+        )
+        return skipped, None
     with _step(name, "tables"):
         store, history, snapshot = _tables(spark, lake, layout)
         rekeyed = _rekey(spark, lake, layout, store, history, snapshot)
