@@ -10,6 +10,7 @@ from typing import Any
 
 from resolver.errors import ConfigError, InputError, ResolverError
 from resolver.models import ChangeEvent, Format, IngestSummary, Operation, QuarantineRecord, TableSummary
+from resolver.policy import Policies, Policy
 from resolver.wal2json import format_lsn, parse_lsn, read_lines
 
 __all__ = [
@@ -19,6 +20,8 @@ __all__ = [
     "IngestSummary",
     "InputError",
     "Operation",
+    "Policies",
+    "Policy",
     "QuarantineRecord",
     "ResolverError",
     "TableSummary",

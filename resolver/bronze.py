@@ -8,12 +8,14 @@ commit-LSN range as literals so Delta skips bronze files outside it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from resolver import delta
 from resolver.models import Format, IngestSummary
+from resolver.policy import Policies
 from resolver.read import EVENT_SCHEMA, QUARANTINE_SCHEMA, read_wal2json
 from resolver.silver import apply_changes, plan_changes
 from resolver.tableschema import TableSchema, load_schemas
@@ -36,11 +38,14 @@ def ingest(
     lake: str,
     fmt: Format | str,
     schemas: Mapping[str, TableSchema] | str | None = None,
+    policies: Policies | None = None,
 ) -> IngestSummary:
     """Read wal2json files as one batch: append what is new to bronze and quarantine, then bring every
     table's silver snapshot and history up to date (``resolver.silver.apply_changes``).
 
-    ``schemas`` is a folder of ``<schema>.<table>.yaml`` files or what ``load_schemas`` returned.
+    ``schemas`` is a folder of ``<schema>.<table>.yaml`` files or what ``load_schemas`` returned;
+    ``policies`` says what happens to unknown tables and columns and unsafe type changes
+    (``resolver.policy``; a quarantined event is counted under ``quarantined``, not ``accepted``).
 
     Example::
 
@@ -52,27 +57,34 @@ def ingest(
         schemas = load_schemas(schemas)
     batch = read_wal2json(spark, paths, fmt)
     try:
-        plan = plan_changes(spark, batch.events, lake, schemas)  # may refuse the batch: nothing written yet
+        # may refuse the batch: nothing is written yet
+        plan = plan_changes(spark, batch.events, lake, schemas, policies)
         counts = batch.counts()
         quarantined = (
             write_quarantine(spark, lake, batch.quarantine, batch.files) if counts["quarantined"] else 0
         )
+        refused = 0
+        if plan.rejected is not None:  # events a quarantine policy took out of the batch
+            records = plan.rejected.withColumn("format", F.lit(batch.format.value))
+            records = records.select(*QUARANTINE_SCHEMA.fieldNames())
+            refused = write_quarantine(spark, lake, records, batch.files)
+            plan = replace(plan, rejected=None)
+        events = plan.accepted if plan.accepted is not None else batch.events
         metrics, version = write_bronze(
-            spark, lake, batch.events, counts.get("min_commit_lsn"), counts.get("max_commit_lsn"), batch.files
+            spark, lake, events, counts.get("min_commit_lsn"), counts.get("max_commit_lsn"), batch.files
         )
-        tables = apply_changes(
-            spark, batch.events, lake, schemas, quarantine_format=batch.format.value, plan=plan
-        )
+        tables = apply_changes(spark, events, lake, schemas, quarantine_format=batch.format.value, plan=plan)
     finally:
         batch.unpersist()
     events_read = counts["events"]
     accepted = metrics.get("numTargetRowsInserted", 0)
+    quarantined += refused
     return IngestSummary(
         files=len(batch.files),
         transactions=counts["transactions"],
         events_read=events_read,
         accepted=accepted,
-        duplicates=events_read - accepted,
+        duplicates=events_read - accepted - refused,
         quarantined=quarantined,
         messages=counts["messages"],
         bronze_version=version,

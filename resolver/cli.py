@@ -45,6 +45,7 @@ def _parser() -> argparse.ArgumentParser:
         help="wal2json format-version of the files",
     )
     ingest.add_argument("--schemas", metavar="DIR", help="folder of per-table schema YAML files (optional)")
+    _policy_arguments(ingest)
     ingest.add_argument(
         "--master", default="local[2]", help="Spark master for the local session (default local[2])"
     )
@@ -85,6 +86,31 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _policy_arguments(parser: argparse.ArgumentParser) -> None:
+    from resolver.policy import Policy
+
+    values = [p.value for p in Policy]
+    parser.add_argument(
+        "--unknown-tables",
+        choices=values,
+        default="evolve",
+        help="a table without a schema file in --schemas: evolve (take it, the default), fail the batch, "
+        "or quarantine its events",
+    )
+    parser.add_argument(
+        "--unknown-columns",
+        choices=values,
+        default="evolve",
+        help="a column a table's schema file does not list (default evolve; a file's unknown_columns wins)",
+    )
+    parser.add_argument(
+        "--unsafe-type-changes",
+        choices=[Policy.FAIL.value, Policy.QUARANTINE.value],
+        default="fail",
+        help="a column type the lake cannot widen to (default fail; a file's unsafe_type_change wins)",
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -120,7 +146,14 @@ def _ingest(args: argparse.Namespace) -> int:
     started = time.monotonic()
     print(f"resolver: ingesting {len(files)} file(s) as {args.format} into {args.lake}", file=sys.stderr)
     spark = local_session(master=args.master)
-    summary = ingest(spark, files, args.lake, args.format, schemas)
+    from resolver.policy import Policies
+
+    policies = Policies(
+        unknown_table=args.unknown_tables,
+        unknown_columns=args.unknown_columns,
+        unsafe_type_change=args.unsafe_type_changes,
+    )
+    summary = ingest(spark, files, args.lake, args.format, schemas, policies)
     for line in summary.lines():
         print(line)
     print(f"elapsed              {time.monotonic() - started:.1f} s")

@@ -10,8 +10,8 @@ with the lake column's type:
 * a narrower type the lake type already holds exactly (events older than a widening, delivered late):
   the values are cast up, nothing changes;
 * anything else is *unsafe* (``text -> integer``, a numeric scale that shrinks, ``integer -> text``, which
-  Delta cannot widen in place): the table's policy decides (``UnsafeTypePolicy``; today: fail the batch
-  before anything is written).
+  Delta cannot widen in place): the table's ``unsafe_type_change`` policy decides
+  (``resolver.policy.Policy``: fail the batch before anything is written, or quarantine the events).
 
 Whether two types are compatible does not depend on which one arrives first, so the lake's final type is
 the widest one of the events delivered, in any order.
@@ -21,24 +21,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import StrEnum
 
 from resolver.errors import ConfigError
+from resolver.policy import Policy
 from resolver.wal2json import format_lsn
 
-__all__ = ["TypeChange", "UnsafeTypePolicy", "evolve_type", "widens"]
+__all__ = ["TypeChange", "evolve_type", "widens"]
 
 _INTEGERS = ["tinyint", "smallint", "int", "bigint"]
 _DIGITS = {"tinyint": 3, "smallint": 5, "int": 10, "bigint": 20}
 _DECIMAL = re.compile(r"^decimal\((\d+),(\d+)\)$")
-
-
-class UnsafeTypePolicy(StrEnum):
-    """What a table does when a column's type changes in a way the lake cannot widen to."""
-
-    FAIL = "fail"
-    """Fail the batch before anything is written, with one line naming the table, column, old and new
-    type and the commit LSN of the first event with the new type. The default."""
 
 
 def _decimal(t: str) -> tuple[int, int] | None:
@@ -87,20 +79,25 @@ def evolve_type(
     lake_type: str,
     lake_pg_type: str | None,
     incoming: list[tuple[str, str | None, int | None, str, int]],
-    policy: UnsafeTypePolicy = UnsafeTypePolicy.FAIL,
-) -> tuple[str, list[TypeChange]]:
-    """The column's lake type after this batch and the changes to make.
+    policy: Policy = Policy.FAIL,
+) -> tuple[str, list[TypeChange], list[tuple[str, str | None]]]:
+    """The column's lake type after this batch, the changes to make, and the (Spark type, PostgreSQL type)
+    pairs whose events are quarantined.
 
     ``incoming`` lists each type the batch carries for the column as (Spark type, PostgreSQL type, first
     commit LSN, file, line), in LSN order. Raises ``ConfigError`` for an unsafe change under ``fail``."""
     current = lake_type
     changes: list[TypeChange] = []
+    rejected: list[tuple[str, str | None]] = []
     for spark_t, pg_t, lsn, file, line in incoming:
         if widens(spark_t, current):
             continue  # the same, or narrower: the lake already holds these values exactly
         if widens(current, spark_t):
             changes.append(TypeChange(table, column, current, spark_t, lsn, pg_t))
             current = spark_t
+            continue
+        if policy == Policy.QUARANTINE:
+            rejected.append((spark_t, pg_t))
             continue
         was = f"{current}" + (f" (PostgreSQL {lake_pg_type})" if lake_pg_type else "")
         at = format_lsn(lsn) if lsn is not None else "unknown"
@@ -109,4 +106,4 @@ def evolve_type(
             f"commit LSN {at} ({file}:{line}), which is not a safe widening; nothing was written. "
             f"Pin the column's type in {table}.yaml (columns: - name: {column}, type: ...) to keep it"
         )
-    return current, changes
+    return current, changes, rejected

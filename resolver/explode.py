@@ -71,6 +71,8 @@ class TableLayout:
     rescan: dict[str, tuple[Any, Any]] = field(default_factory=dict, compare=False)
     """Columns whose first event moved earlier: the change store range to search for inserts without them."""
     schema_log: tuple[dict[str, Any], ...] = field(default=(), compare=False)
+    rejected: tuple[tuple[str, str | None, str], ...] = field(default=(), compare=False)
+    """(stream column, PostgreSQL type, lake type) of unsafe type changes the table's policy quarantines."""
     """Rows for ``_resolver/schema_log``: the schema changes this batch makes (a new schema version)."""
 
     def column(self, name: str) -> Column_:

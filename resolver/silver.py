@@ -37,10 +37,11 @@ from pyspark.sql import types as T
 
 from resolver import delta
 from resolver.errors import ConfigError
-from resolver.evolution import TypeChange, UnsafeTypePolicy, evolve_type
+from resolver.evolution import TypeChange, evolve_type
 from resolver.explode import Column_, TableLayout, explode_events
 from resolver.models import TableSummary
 from resolver.pgtypes import spark_type
+from resolver.policy import Policies, Policy
 from resolver.read import QUARANTINE_SCHEMA
 from resolver.resolve import linked_keys, resolve_versions
 from resolver.tableschema import TableSchema
@@ -124,14 +125,16 @@ def apply_changes(
     *,
     quarantine_format: str = "events",
     plan: BatchPlan | None = None,
+    policies: Policies | None = None,
 ) -> list[TableSummary]:
     """Apply a batch of change events (a DataFrame with ``resolver.models.ChangeEvent`` columns, e.g.
     ``read_wal2json(...).events``) to the silver tables of every table in it. One call is one batch.
 
     ``schemas`` maps ``<schema>.<table>`` to its schema file (``resolver.tableschema.load_schemas``).
     Returns one summary per table, sorted by table name. Every check that can refuse the batch (a key or
-    a column type the lake cannot take) runs first, in ``plan_changes``, before anything is written;
-    pass its ``plan`` when you have one.
+    a column type the lake cannot take, an event a ``fail`` policy refuses) runs first, in
+    ``plan_changes``, before anything is written; pass its ``plan`` when you have one. Events a
+    ``quarantine`` policy (``resolver.policy``) takes out go to the quarantine table.
 
     Example::
 
@@ -140,7 +143,9 @@ def apply_changes(
         for t in apply_changes(spark, batch.events, "lake"):
             print(t.table, t.inserted, t.updated, t.deleted)
     """
-    plan = plan or plan_changes(spark, events, lake, schemas)
+    plan = plan or plan_changes(spark, events, lake, schemas, policies)
+    if plan.accepted is not None:
+        events = plan.accepted
     meta = plan.meta
     _write_schema_log(
         spark, lake, [e for layout in plan.layouts.values() if layout for e in layout.schema_log]
@@ -153,6 +158,8 @@ def apply_changes(
     with ThreadPoolExecutor(max_workers=max(1, min(_PARALLEL_TABLES, len(meta)))) as pool:
         results = list(pool.map(one, sorted(meta)))
     bad = [b for _, b in results if b is not None]
+    if plan.rejected is not None:
+        bad.append(plan.rejected)
     if bad:
         from resolver.bronze import write_quarantine
 
@@ -165,10 +172,14 @@ def apply_changes(
 @dataclass(frozen=True)
 class BatchPlan:
     """What a batch will do to each table, decided before anything is written: the batch's metadata per
-    table and the table's layout (None for a table whose columns are not known yet)."""
+    table, the table's layout (None for a table whose columns are not known yet), and the events the
+    policies send to quarantine (``rejected``, quarantine records; None when there are none) with the
+    events left to apply (``accepted``)."""
 
     meta: dict[str, dict[str, Any]]
     layouts: dict[str, TableLayout | None]
+    accepted: DataFrame | None = None
+    rejected: DataFrame | None = None
 
     @property
     def type_changes(self) -> list[TypeChange]:
@@ -176,20 +187,174 @@ class BatchPlan:
 
 
 def plan_changes(
-    spark: SparkSession, events: DataFrame, lake: str, schemas: Mapping[str, TableSchema] | None = None
+    spark: SparkSession,
+    events: DataFrame,
+    lake: str,
+    schemas: Mapping[str, TableSchema] | None = None,
+    policies: Policies | None = None,
 ) -> BatchPlan:
     """Check a batch against the lake without writing anything: one small aggregate over the events, then
-    each table's key and columns. Raises ``ConfigError`` (one line) for a key that contradicts the lake's
-    or a column type change the table's policy refuses."""
-    schemas = schemas or {}
+    each table's key and columns, and the policies (``resolver.policy``) for unknown tables, unknown
+    columns and unsafe type changes. Raises ``ConfigError`` (one line) for a key that contradicts the
+    lake's or an event a ``fail`` policy refuses. ``schemas`` None means no schemas folder (no table is
+    unknown). When a ``quarantine`` policy takes events out, the plan is made again without them."""
+    policies = policies or Policies()
     meta = _batch_metadata(events)
+    reasons = _unknown(meta, schemas, policies)
+    layouts = _layouts(spark, lake, meta, schemas or {}, policies)
+    reasons += _unsafe(layouts, schemas or {})
+    if not reasons:
+        return BatchPlan(meta, layouts)
+    reason: Column = F.coalesce(*reasons) if len(reasons) > 1 else reasons[0]
+    tagged = events.withColumn("__reason", reason)
+    accepted = tagged.filter(F.col("__reason").isNull()).drop("__reason")
+    rejected = tagged.filter(F.col("__reason").isNotNull()).select(
+        "source_file",
+        F.col("source_line").cast("long").alias("source_line"),
+        F.col("__reason").alias("reason"),
+        F.to_json(F.struct(*[c for c in events.columns if c not in ("source_file", "source_line")])).alias(
+            "raw"
+        ),
+        F.lit(None).cast("binary").alias("raw_bytes"),
+    )
+    meta = _batch_metadata(accepted)
+    return BatchPlan(meta, _layouts(spark, lake, meta, schemas or {}, policies), accepted, rejected)
 
+
+def _layouts(
+    spark: SparkSession,
+    lake: str,
+    meta: dict[str, dict[str, Any]],
+    schemas: Mapping[str, TableSchema],
+    policies: Policies,
+) -> dict[str, TableLayout | None]:
     def layout(table: str) -> TableLayout | None:
-        return _layout(spark, lake, table, {**meta[table], "table": table}, schemas.get(table))
+        schema = schemas.get(table)
+        policy = (schema.unsafe_type_change if schema else None) or policies.unsafe_type_change
+        return _layout(spark, lake, table, {**meta[table], "table": table}, schema, policy)
 
     with ThreadPoolExecutor(max_workers=max(1, min(_PARALLEL_TABLES, len(meta)))) as pool:
-        layouts = dict(zip(sorted(meta), pool.map(layout, sorted(meta)), strict=True))
-    return BatchPlan(meta, layouts)
+        return dict(zip(sorted(meta), pool.map(layout, sorted(meta)), strict=True))
+
+
+def _where(meta: dict[str, Any], column: str | None = None) -> str:
+    """Where a table's (or one of its columns') first event of the batch is, for error messages."""
+    first = min(meta["types"].get(column, []), key=lambda e: (e[1] is None, e[1] or 0), default=None)
+    if column is None or first is None:
+        first = meta["first_event"]
+        return f"commit LSN {_lsn(first['commit_lsn'])} ({first['source_file']}:{first['source_line']})"
+    return f"commit LSN {_lsn(first[1])} ({first[2]}:{first[3]})"
+
+
+def _event_text(table: str) -> Column:
+    """'<table> <operation> at commit LSN X/Y, change N of its transaction' for a quarantine reason."""
+    lsn = F.col("commit_lsn")
+    hexed = F.concat(
+        F.hex(F.shiftrightunsigned(lsn, 32)), F.lit("/"), F.hex(lsn.bitwiseAND(F.lit(0xFFFFFFFF)))
+    )
+    return F.concat(
+        F.lit(f"{table} "),
+        F.col("operation"),
+        F.lit(" at commit LSN "),
+        F.coalesce(hexed, F.lit("unknown")),
+        F.lit(", change "),
+        F.col("position").cast("string"),
+        F.lit(" of its transaction"),
+    )
+
+
+def _carries(names: list[str]) -> Column:
+    """The event carries one of these columns (new values or old key)."""
+    wanted = F.array(*[F.lit(n) for n in names])
+    return F.arrays_overlap(F.coalesce("column_names", F.array().cast("array<string>")), wanted) | (
+        F.arrays_overlap(F.coalesce("old_key_names", F.array().cast("array<string>")), wanted)
+    )
+
+
+def _unknown(
+    meta: dict[str, dict[str, Any]], schemas: Mapping[str, TableSchema] | None, policies: Policies
+) -> list[Column]:
+    """Quarantine reasons (Spark expressions, NULL for an event they do not catch) for unknown tables and
+    columns; raises ``ConfigError`` for one a ``fail`` policy refuses."""
+    if schemas is None:
+        return []
+    reasons: list[Column] = []
+    for table in sorted(meta):
+        schema = schemas.get(table)
+        if schema is None:
+            if policies.unknown_table == Policy.FAIL:
+                found = meta[table]["events"] + meta[table]["skipped"]
+                raise ConfigError(
+                    f"table {table} has no schema file: found {found} event(s), the first at "
+                    f"{_where(meta[table])}, expected {table}.yaml in the schemas folder "
+                    "(unknown_table is 'fail'; nothing was written)"
+                )
+            if policies.unknown_table == Policy.QUARANTINE:
+                reasons.append(
+                    F.when(
+                        F.col("table") == table,
+                        F.concat(
+                            _event_text(table),
+                            F.lit(f": table {table} has no schema file (unknown_table: quarantine)"),
+                        ),
+                    )
+                )
+            continue
+        known = schema.known_columns()
+        policy = schema.unknown_columns or policies.unknown_columns
+        if known is None or policy == Policy.EVOLVE:
+            continue
+        stream = sorted(set(meta[table]["columns"]) | set(meta[table]["old_keys"]))
+        unknown = [c for c in stream if c not in known]
+        if not unknown:
+            continue
+        if policy == Policy.FAIL:
+            listed = ", ".join(sorted(known))
+            raise ConfigError(
+                f"table {table}: column {unknown[0]} is not in {table}.yaml, first at "
+                f"{_where(meta[table], unknown[0])}; expected one of {listed} (add it to the file's columns, "
+                "or a renamed_from; unknown_columns is 'fail'; nothing was written)"
+            )
+        for column in unknown:
+            reasons.append(
+                F.when(
+                    (F.col("table") == table) & _carries([column]),
+                    F.concat(
+                        _event_text(table),
+                        F.lit(f": column {column} is not in {table}.yaml (unknown_columns: quarantine)"),
+                    ),
+                )
+            )
+    return reasons
+
+
+def _typed_columns() -> Column:
+    """Each column an event carries as 'name\u0001PostgreSQL type' (new values and old key)."""
+    empty = F.array().cast("array<string>")
+    names = F.concat(F.coalesce("column_names", empty), F.coalesce("old_key_names", empty))
+    types = F.concat(F.coalesce("column_types", empty), F.coalesce("old_key_types", empty))
+    return F.zip_with(names, types, lambda n, t: F.concat(n, F.lit("\u0001"), F.coalesce(t, F.lit(""))))
+
+
+def _unsafe(layouts: dict[str, TableLayout | None], schemas: Mapping[str, TableSchema]) -> list[Column]:
+    """Quarantine reasons for the events carrying a type their lake column cannot widen to."""
+    reasons: list[Column] = []
+    for table, layout in sorted(layouts.items()):
+        for column, pg_type, lake_type in layout.rejected if layout else ():
+            hit = F.array_contains(_typed_columns(), F.lit(column + "\u0001" + (pg_type or "")))
+            reasons.append(
+                F.when(
+                    (F.col("table") == table) & hit,
+                    F.concat(
+                        _event_text(table),
+                        F.lit(
+                            f": column {column} has type {pg_type}, which its lake column ({lake_type}) "
+                            "cannot be widened to (unsafe_type_change: quarantine)"
+                        ),
+                    ),
+                )
+            )
+    return reasons
 
 
 _SCHEMA_LOG_LOCK = threading.Lock()
@@ -224,6 +389,7 @@ def _batch_metadata(events: DataFrame) -> dict[str, dict[str, Any]]:
             F.min("commit_lsn").alias("lo"),
             F.max("commit_lsn").alias("hi"),
             F.max(F.when(op == "insert", F.struct("commit_lsn", "position"))).alias("last_insert"),
+            F.min(F.struct("commit_lsn", "position", "source_file", "source_line")).alias("first_event"),
             F.collect_set(F.arrays_zip("column_names", "column_types")).alias("columns"),
             F.collect_set(F.arrays_zip("old_key_names", "old_key_types")).alias("old_keys"),
             F.collect_set(F.when(op.isin("update", "delete"), F.col("old_key_names"))).alias("identities"),
@@ -296,12 +462,18 @@ def _batch_metadata(events: DataFrame) -> dict[str, dict[str, Any]]:
             "insert_sets": insert_sets.get(r["table"], []),
             "last": last.get(r["table"], {}),
             "last_insert": tuple(r["last_insert"]) if r["last_insert"] is not None else None,
+            "first_event": r["first_event"].asDict(),
         }
     return out
 
 
 def _layout(
-    spark: SparkSession, lake: str, table: str, meta: dict[str, Any], schema: TableSchema | None
+    spark: SparkSession,
+    lake: str,
+    table: str,
+    meta: dict[str, Any],
+    schema: TableSchema | None,
+    policy: Policy = Policy.FAIL,
 ) -> TableLayout | None:
     """The table's columns and key: the lake's (if it has the table) evolved by the batch and the schema
     file; None when nothing tells the columns yet. Fails with one line when the batch reports a key that
@@ -333,8 +505,8 @@ def _layout(
             existing[i] = Column_(new_name, c.type, tuple(spec.renamed_from))
             renames.append((c.name, new_name))
     columns = {c.name: c for c in existing}
-    policy = schema.unsafe_type_change if schema else UnsafeTypePolicy.FAIL
     changes: list[TypeChange] = []
+    rejected: list[tuple[str, str | None, str]] = []
     stream = dict(meta["old_keys"])
     stream.update(meta["columns"])
     for name in stream:
@@ -351,8 +523,9 @@ def _layout(
             have, pg_was = columns[lake_name].type, None
         else:
             have, pg_was, incoming = incoming[0][0], incoming[0][1], incoming[1:]
-        typ, found = evolve_type(table, lake_name, have, pg_was, incoming, policy)
+        typ, found, refused = evolve_type(table, lake_name, have, pg_was, incoming, policy)
         changes += found
+        rejected += [(name, pg_t, typ) for _, pg_t in refused]
         columns[lake_name] = Column_(lake_name, typ, tuple(pin.renamed_from) if pin else ())
     for name, spec in pinned.items():  # pinned columns the batch did not carry
         if name not in columns and spec.type:
@@ -410,6 +583,7 @@ def _layout(
         drops={c: tuple(tuple(p) for p in d["points"]) for c, d in drops.items() if d["points"]},
         drop_state=drops,
         rescan=rescan,
+        rejected=tuple(rejected),
     )
 
 

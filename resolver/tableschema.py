@@ -7,8 +7,11 @@ columns:                   # optional; only the columns you want to pin or annot
   - name: mail
     type: string           # a Spark SQL type; optional
     renamed_from: [email]  # earlier names of this column
-unsafe_type_change: fail   # optional (resolver.evolution.UnsafeTypePolicy)
+unknown_columns: quarantine  # optional: evolve | fail | quarantine (resolver.policy.Policy)
+unsafe_type_change: fail     # optional: fail | quarantine
 ```
+
+The two policies default to the run's (``resolver.policy.Policies``).
 
 Every problem is a ``ConfigError`` naming the file, the path inside it, what was found and what was
 expected, with a "did you mean" for misspelt keys. This module does not import Spark.
@@ -26,8 +29,8 @@ import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from resolver.errors import ConfigError
-from resolver.evolution import UnsafeTypePolicy
 from resolver.models import ResolverModel
+from resolver.policy import Policy, check_unsafe_type_policy
 
 __all__ = ["ColumnSpec", "TableSchema", "load_schemas", "parse_schema"]
 
@@ -87,10 +90,21 @@ class TableSchema(ResolverModel):
         None, min_length=1, description="Key columns (default: the stream's)"
     )
     columns: list[ColumnSpec] = Field(default_factory=list, description="Columns to pin or annotate")
-    unsafe_type_change: UnsafeTypePolicy = Field(
-        UnsafeTypePolicy.FAIL,
-        description="What a column type change the lake cannot widen to does: fail (the default)",
+    unknown_columns: Policy | None = Field(
+        None,
+        description="What an event carrying a column not listed here does: evolve, fail or quarantine "
+        "(default: the run's)",
     )
+    unsafe_type_change: Policy | None = Field(
+        None,
+        description="What a column type the lake cannot widen to does: fail or quarantine "
+        "(default: the run's)",
+    )
+
+    @field_validator("unsafe_type_change")
+    @classmethod
+    def _no_lossy_evolve(cls, value: Policy | None) -> Policy | None:
+        return None if value is None else check_unsafe_type_policy(value)
 
     @model_validator(mode="after")
     def _consistent(self) -> TableSchema:
@@ -109,7 +123,19 @@ class TableSchema(ResolverModel):
                 if old in seen:
                     raise ValueError(f"{old!r} is in renamed_from of both {seen[old]!r} and {column.name!r}")
                 seen[old] = column.name
+        if self.unknown_columns in (Policy.FAIL, Policy.QUARANTINE) and not self.columns:
+            raise ValueError(
+                f"unknown_columns is {self.unknown_columns.value!r} but no columns are listed: list the "
+                "known columns under 'columns' (resolver schemas infer writes them)"
+            )
         return self
+
+    def known_columns(self) -> set[str] | None:
+        """The column names this file foresees (current and earlier names, and the key); None when it lists
+        no columns (every column is then known)."""
+        if not self.columns:
+            return None
+        return {c.name for c in self.columns} | set(self.rename_map()) | set(self.primary_key or [])
 
     def rename_map(self) -> dict[str, str]:
         """Earlier column name -> current name."""

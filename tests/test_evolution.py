@@ -7,6 +7,7 @@ import pytest
 from resolver.errors import ConfigError
 from resolver.evolution import evolve_type, widens
 from resolver.pgtypes import spark_type
+from resolver.policy import Policy
 
 
 @pytest.mark.parametrize(
@@ -51,12 +52,14 @@ def test_unsafe_changes(old: str, new: str) -> None:
 
 def test_the_lake_type_is_the_widest_whatever_the_order() -> None:
     seen = [("int", "integer", 100, "a.json", 1), ("bigint", "bigint", 200, "a.json", 9)]
-    forward, changes = evolve_type("public.t", "n", "smallint", "smallint", seen)
+    forward, changes, _ = evolve_type("public.t", "n", "smallint", "smallint", seen)
     assert forward == "bigint" and [(c.old_type, c.new_type, c.lsn) for c in changes] == [
         ("smallint", "int", 100),
         ("int", "bigint", 200),
     ]
-    backward, changes = evolve_type("public.t", "n", "bigint", None, [("smallint", "smallint", 50, "b", 1)])
+    backward, changes, _ = evolve_type(
+        "public.t", "n", "bigint", None, [("smallint", "smallint", 50, "b", 1)]
+    )
     assert backward == "bigint" and changes == []
 
 
@@ -70,3 +73,18 @@ def test_an_unsafe_change_fails_with_one_line() -> None:
         "was written. Pin the column's type in public.orders.yaml (columns: - name: code, type: ...) "
         "to keep it"
     )
+
+
+def test_an_unsafe_change_under_quarantine_keeps_the_lake_type_and_names_the_type_refused() -> None:
+    incoming = [("int", "integer", 10, "a", 1), ("bigint", "bigint", 20, "b", 2)]
+    typ, changes, refused = evolve_type("public.t", "code", "string", "text", incoming, Policy.QUARANTINE)
+    assert (typ, changes, refused) == ("string", [], [("int", "integer"), ("bigint", "bigint")])
+    wider, changes, refused = evolve_type(
+        "public.t",
+        "n",
+        "int",
+        None,
+        [("bigint", "bigint", 5, "a", 1), ("string", "text", 9, "a", 2)],
+        Policy.QUARANTINE,
+    )
+    assert (wider, [c.new_type for c in changes], refused) == ("bigint", ["bigint"], [("string", "text")])
