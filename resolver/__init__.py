@@ -9,7 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 from resolver.errors import ConfigError, InputError, ResolverError
-from resolver.models import ChangeEvent, Format, IngestSummary, Operation, QuarantineRecord, TableSummary
+from resolver.models import (
+    ChangeEvent,
+    Format,
+    IngestSummary,
+    Operation,
+    QuarantineRecord,
+    RunSummary,
+    TableSummary,
+)
 from resolver.policy import Policies, Policy
 from resolver.wal2json import format_lsn, parse_lsn, read_lines
 
@@ -24,6 +32,7 @@ __all__ = [
     "Policy",
     "QuarantineRecord",
     "ResolverError",
+    "RunSummary",
     "TableSummary",
     "apply_changes",
     "format_lsn",
@@ -32,7 +41,9 @@ __all__ = [
     "parse_lsn",
     "plan_changes",
     "read_lines",
+    "load_pipeline",
     "read_wal2json",
+    "run_pipeline",
 ]
 
 _LAZY = {
@@ -41,6 +52,8 @@ _LAZY = {
     "local_session": "resolver.session",
     "plan_changes": "resolver.silver",
     "read_wal2json": "resolver.read",
+    "run_pipeline": "resolver.run",
+    "load_pipeline": "resolver.pipeline",
 }
 
 

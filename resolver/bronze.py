@@ -7,14 +7,15 @@ commit-LSN range as literals so Delta skips bronze files outside it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from resolver import delta
-from resolver.models import Format, IngestSummary
+from resolver.models import Format, IngestSummary, TableSummary
+from resolver.pipeline import TableSettings
 from resolver.policy import Policies
 from resolver.read import EVENT_SCHEMA, QUARANTINE_SCHEMA, read_wal2json
 from resolver.silver import apply_changes, plan_changes
@@ -39,6 +40,13 @@ def ingest(
     fmt: Format | str,
     schemas: Mapping[str, TableSchema] | str | None = None,
     policies: Policies | None = None,
+    *,
+    settings: Callable[[str], TableSettings] | None = None,
+    include: Callable[[str], bool] | None = None,
+    isolate: bool = False,
+    on_table: Callable[[TableSummary], None] | None = None,
+    open_start: bool = False,
+    open_end: bool = False,
 ) -> IngestSummary:
     """Read wal2json files as one batch: append what is new to bronze and quarantine, then bring every
     table's silver snapshot and history up to date (``resolver.silver.apply_changes``).
@@ -46,6 +54,8 @@ def ingest(
     ``schemas`` is a folder of ``<schema>.<table>.yaml`` files or what ``load_schemas`` returned;
     ``policies`` says what happens to unknown tables and columns and unsafe type changes
     (``resolver.policy``; a quarantined event is counted under ``quarantined``, not ``accepted``).
+    ``settings``, ``include``, ``isolate`` and ``on_table`` are ``apply_changes``'s and ``plan_changes``'s;
+    ``open_start`` / ``open_end`` are ``read_wal2json``'s (``resolver.run`` uses them all).
 
     Example::
 
@@ -55,10 +65,12 @@ def ingest(
     """
     if isinstance(schemas, str):
         schemas = load_schemas(schemas)
-    batch = read_wal2json(spark, paths, fmt)
+    batch = read_wal2json(spark, paths, fmt, open_start=open_start, open_end=open_end)
     try:
         # may refuse the batch: nothing is written yet
-        plan = plan_changes(spark, batch.events, lake, schemas, policies)
+        plan = plan_changes(
+            spark, batch.events, lake, schemas, policies, settings, isolate=isolate, include=include
+        )
         counts = batch.counts()
         quarantined = (
             write_quarantine(spark, lake, batch.quarantine, batch.files) if counts["quarantined"] else 0
@@ -73,7 +85,16 @@ def ingest(
         metrics, version = write_bronze(
             spark, lake, events, counts.get("min_commit_lsn"), counts.get("max_commit_lsn"), batch.files
         )
-        tables = apply_changes(spark, events, lake, schemas, quarantine_format=batch.format.value, plan=plan)
+        tables = apply_changes(
+            spark,
+            events,
+            lake,
+            schemas,
+            quarantine_format=batch.format.value,
+            plan=plan,
+            isolate=isolate,
+            on_table=on_table,
+        )
     finally:
         batch.unpersist()
     events_read = counts["events"]

@@ -1,23 +1,40 @@
 """The ``resolver`` command line: a thin layer over the library calls.
 
-Exit codes: 0 when every valid record was applied (quarantined records are reported, not fatal); 2 for a
-misconfiguration (one line on stderr saying what was found and what was expected); 1 for any other failure.
+Exit codes (the same for every command):
+
+* 0: done; every valid record was applied (quarantined records are reported, not fatal), or nothing new;
+* 1: an unexpected failure (one line on stderr; ``--debug`` shows the traceback);
+* 2: a misconfiguration or a batch refused before anything was written (one line on stderr saying what
+  was found and what was expected);
+* 3: ``resolver run``: some tables failed and were named, the other tables were applied; the next run
+  applies the failed tables' batches again;
+* 4: the lake is locked by another run (``--wait SECONDS`` to wait for it).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from resolver.errors import ResolverError
 from resolver.models import Format
 
 __all__ = ["main"]
 
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_PARTIAL, EXIT_BUSY = 0, 1, 2, 3, 4
 
-def _parser() -> argparse.ArgumentParser:
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
+    """The program's parser and each command's handler."""
+    from resolver.commands import register
+
     parser = argparse.ArgumentParser(
         prog="resolver", description="Resolve PostgreSQL wal2json change streams into Delta Lake tables."
     )
@@ -47,6 +64,31 @@ def _parser() -> argparse.ArgumentParser:
     ingest.add_argument("--schemas", metavar="DIR", help="folder of per-table schema YAML files (optional)")
     _policy_arguments(ingest)
     ingest.add_argument(
+        "--master", default="local[2]", help="Spark master for the local session (default local[2])"
+    )
+    run = commands.add_parser(
+        "run",
+        help="apply every new file of a pipeline's source exactly once (scheduled runs)",
+        description="Read a pipeline file (docs/pipelines.md), take the lake's lock, and apply the source "
+        "files not yet in the lake's ledger (_resolver/ledger), in name order, in batches. A run killed at "
+        "any point is completed by the next one, with nothing lost or doubled. Tables are applied "
+        "concurrently; a table that fails does not stop the others (exit status 3). Progress goes to "
+        "stderr, the summary to stdout.",
+        epilog="examples:\n"
+        "  resolver run pipeline.yaml\n"
+        "  resolver run pipeline.yaml --json > run.json      # for schedulers\n"
+        "  resolver run pipeline.yaml --wait 600             # wait up to 10 minutes for another run\n"
+        "\nexit status: 0 done, 1 unexpected failure, 2 misconfiguration, 3 some tables failed, "
+        "4 lake locked",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument("pipeline", metavar="PIPELINE.yaml", help="the pipeline file")
+    run.add_argument("--json", action="store_true", help="print the summary as JSON (stdout)")
+    run.add_argument(
+        "--wait", type=float, default=0.0, metavar="SECONDS", help="wait this long for another run's lock"
+    )
+    run.add_argument("--quiet", action="store_true", help="no progress lines, only warnings and errors")
+    run.add_argument(
         "--master", default="local[2]", help="Spark master for the local session (default local[2])"
     )
     schemas = commands.add_parser(
@@ -83,7 +125,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("folder", metavar="DIR")
     check.add_argument("--lake", metavar="DIR", help="also check names against this lake's tables")
-    return parser
+    handlers: dict[str, Handler] = {"ingest": _ingest, "run": _run, "schemas": _schemas}
+    handlers.update(register(commands))
+    return parser, handlers
 
 
 def _policy_arguments(parser: argparse.ArgumentParser) -> None:
@@ -112,14 +156,18 @@ def _policy_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    from resolver.lock import LakeBusy
+
+    parser, handlers = _parser()
+    args = parser.parse_args(argv)
     try:
-        if args.command == "schemas":
-            return _schemas(args)
-        return _ingest(args)
+        return handlers[args.command](args)
+    except LakeBusy as e:
+        print(f"resolver: busy: {e}", file=sys.stderr)
+        return EXIT_BUSY
     except ResolverError as e:
         print(f"resolver: error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
     except Exception as e:  # one clear line, not a JVM stack trace
         if args.debug:
             raise
@@ -128,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"resolver: failed: {type(e).__name__}: {first} (rerun with --debug for the traceback)",
             file=sys.stderr,
         )
-        return 1
+        return EXIT_FAILED
 
 
 def _ingest(args: argparse.Namespace) -> int:
@@ -153,11 +201,41 @@ def _ingest(args: argparse.Namespace) -> int:
         unknown_columns=args.unknown_columns,
         unsafe_type_change=args.unsafe_type_changes,
     )
-    summary = ingest(spark, files, args.lake, args.format, schemas, policies)
+    from resolver.lock import lake_lock
+
+    with lake_lock(args.lake, f"ingest-{os.getpid()}"):
+        summary = ingest(spark, files, args.lake, args.format, schemas, policies)
     for line in summary.lines():
         print(line)
     print(f"elapsed              {time.monotonic() - started:.1f} s")
     return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from resolver.pipeline import load_pipeline
+
+    logging.basicConfig(
+        level=logging.WARNING if args.quiet else logging.INFO,
+        format="resolver: %(message)s",
+        stream=sys.stderr,
+    )
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    pipeline = load_pipeline(args.pipeline)  # fail fast, before starting Spark
+    if pipeline.schemas:
+        from resolver.tableschema import load_schemas
+
+        load_schemas(pipeline.schemas)
+    from resolver.run import run_pipeline
+    from resolver.session import local_session
+
+    spark = local_session(master=args.master)
+    summary = run_pipeline(spark, pipeline, wait_seconds=args.wait)
+    if args.json:
+        print(summary.model_dump_json(indent=2))
+    else:
+        for line in summary.lines():
+            print(line)
+    return EXIT_PARTIAL if summary.failed_tables else EXIT_OK
 
 
 def _schemas(args: argparse.Namespace) -> int:

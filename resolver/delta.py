@@ -24,10 +24,18 @@ def table_path(lake: str, name: str) -> str:
 
 
 def ensure_table(
-    spark: SparkSession, path: str, schema: T.StructType, properties: dict[str, str], comment: str = ""
+    spark: SparkSession,
+    path: str,
+    schema: T.StructType,
+    properties: dict[str, str],
+    comment: str = "",
+    cluster_by: tuple[str, ...] = (),
 ) -> DeltaTable:
-    """Create the Delta table at ``path`` with these columns and properties unless it exists."""
+    """Create the Delta table at ``path`` with these columns and properties unless it exists; a new table
+    with ``cluster_by`` columns uses Delta liquid clustering on them."""
     builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
+    if cluster_by:
+        builder = builder.clusterBy(*cluster_by)
     for key, value in properties.items():
         builder = builder.property(key, value)
     if comment:

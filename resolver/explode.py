@@ -71,9 +71,17 @@ class TableLayout:
     rescan: dict[str, tuple[Any, Any]] = field(default_factory=dict, compare=False)
     """Columns whose first event moved earlier: the change store range to search for inserts without them."""
     schema_log: tuple[dict[str, Any], ...] = field(default=(), compare=False)
+    """Rows for ``_resolver/schema_log``: the schema changes this batch makes (a new schema version)."""
     rejected: tuple[tuple[str, str | None, str], ...] = field(default=(), compare=False)
     """(stream column, PostgreSQL type, lake type) of unsafe type changes the table's policy quarantines."""
-    """Rows for ``_resolver/schema_log``: the schema changes this batch makes (a new schema version)."""
+    snapshot: bool = field(default=True, compare=False)
+    """Keep the snapshot table (``resolver.pipeline.TableSettings.outputs``)."""
+    history: bool = field(default=True, compare=False)
+    """Keep the history table."""
+    track: tuple[str, ...] = field(default=(), compare=False)
+    """Columns whose changes open a history version (empty: all)."""
+    cluster: bool = field(default=False, compare=False)
+    """Cluster the silver tables by the key (Delta liquid clustering)."""
 
     def column(self, name: str) -> Column_:
         return next(c for c in self.columns if c.name == name)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,6 +19,7 @@ __all__ = [
     "Operation",
     "QuarantineRecord",
     "ResolverModel",
+    "RunSummary",
     "TableSummary",
 ]
 
@@ -114,6 +116,10 @@ class TableSummary(ResolverModel):
         default_factory=list,
         description="Schema changes the batch made, and warnings such as a likely rename",
     )
+    error: str | None = Field(
+        default=None,
+        description="Why this table failed (in runs that isolate tables: the other tables were applied)",
+    )
 
 
 class IngestSummary(ResolverModel):
@@ -156,4 +162,64 @@ def table_lines(tables: list[TableSummary]) -> list[str]:
     widths = [max(len(r[i]) for r in [heads, *rows]) for i in range(len(heads))]
     fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
     notes = [f"{t.table}: {note}" for t in tables for note in t.notes]
+    notes += [f"{t.table}: FAILED: {t.error}" for t in tables if t.error]
     return ["", fmt.format(*heads), *(fmt.format(*r) for r in rows), *([""] + notes if notes else [])]
+
+
+class RunSummary(ResolverModel):
+    """What one ``resolver run`` did (printed by the CLI, ``--json`` for schedulers)."""
+
+    run_id: str = Field(description="This run's id (also in the ledger and the lock)")
+    lake: str = Field(description="The lake folder")
+    files_seen: int = Field(description="Files in the source")
+    files_new: int = Field(description="Files not in the ledger (new, or changed since they were applied)")
+    files_applied: int = Field(description="Files recorded in the ledger by this run")
+    batches: list[IngestSummary] = Field(default_factory=list, description="One summary per batch")
+    failed_tables: dict[str, str] = Field(
+        default_factory=dict, description="Tables that failed, with why; their files are read again next run"
+    )
+    seconds: float = Field(default=0.0, description="Wall-clock time of the run")
+
+    @property
+    def status(self) -> str:
+        """ok, partial (some tables failed, the others were applied) or idle (nothing new)."""
+        if self.failed_tables:
+            return "partial"
+        return "ok" if self.files_new else "idle"
+
+    def tables(self) -> list[TableSummary]:
+        """Per table, the batches' summaries added up (the last error kept)."""
+        out: dict[str, dict[str, Any]] = {}
+        for batch in self.batches:
+            for t in batch.tables:
+                acc = out.setdefault(t.table, {"table": t.table, "notes": [], "error": None})
+                for name in _COUNTS:
+                    acc[name] = acc.get(name, 0) + getattr(t, name)
+                acc["notes"] += t.notes
+                acc["error"] = t.error or None
+        return [TableSummary(**v) for _, v in sorted(out.items())]
+
+    def lines(self) -> list[str]:
+        """The summary as the CLI prints it."""
+        total = {
+            name: sum(getattr(b, name) for b in self.batches)
+            for name in ("events_read", "accepted", "duplicates", "quarantined")
+        }
+        return [
+            f"run                  {self.run_id}",
+            f"status               {self.status}",
+            f"files new            {self.files_new} of {self.files_seen} (applied {self.files_applied})",
+            f"batches              {len(self.batches)}",
+            f"events read          {total['events_read']}",
+            f"accepted (new)       {total['accepted']}",
+            f"duplicates skipped   {total['duplicates']}",
+            f"quarantined          {total['quarantined']}",
+            *table_lines(self.tables()),
+            f"elapsed              {self.seconds:.1f} s",
+        ]
+
+
+_COUNTS = [
+    "events", "skipped", "inserted", "updated", "deleted", "moved", "late", "versions_written", "bad_values",
+    "rounds",
+]  # fmt: skip

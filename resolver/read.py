@@ -131,8 +131,16 @@ class ParsedBatch:
     boundary do ``events`` and ``quarantine`` include the stitching joins (and counting them costs one more
     small aggregate, over the fragments alone)."""
 
-    def __init__(self, files: list[str], fmt: Format, parsed: DataFrame) -> None:
+    def __init__(
+        self,
+        files: list[str],
+        fmt: Format,
+        parsed: DataFrame,
+        open_start: bool = False,
+        open_end: bool = False,
+    ) -> None:
         self.files, self.format, self.parsed = files, fmt, parsed
+        self.open_start, self.open_end = open_start, open_end
         self._counts: dict[str, int] | None = None
 
     def unpersist(self) -> None:
@@ -192,13 +200,32 @@ class ParsedBatch:
         )
 
     def _stitched(self) -> tuple[DataFrame, DataFrame]:
-        return _stitch(self.parsed.filter(F.col("kind") == "fragment"))
+        stitched, cut_off = _stitch(self.parsed.filter(F.col("kind") == "fragment"))
+        # an open end: a transaction begun in the last file goes on in a file that has not landed yet;
+        # an open start: the first file's head was stitched to the file before it in an earlier batch
+        later = F.lit(False)
+        if self.open_end:
+            later = later | ((F.col("role") == "tail") & (F.col("file_index") == len(self.files) - 1))
+        if self.open_start:
+            later = later | ((F.col("role") == "head") & (F.col("file_index") == 0))
+        return stitched, cut_off.filter(~later)
 
 
-def read_wal2json(spark: SparkSession, paths: Sequence[str], fmt: Format | str) -> ParsedBatch:
+def read_wal2json(
+    spark: SparkSession,
+    paths: Sequence[str],
+    fmt: Format | str,
+    *,
+    open_start: bool = False,
+    open_end: bool = False,
+) -> ParsedBatch:
     """Parse wal2json files (one batch, read as one stream in the given order) into events and quarantine.
 
-    The parse runs once, at the first use of the result, and is persisted for its several uses.
+    The parse runs once, at the first use of the result, and is persisted for its several uses. A stream
+    read in pieces (``resolver run``) sets ``open_end``: a transaction begun in the last file and not
+    committed there is left for the next batch (which reads that file again) instead of being
+    quarantined; and ``open_start`` when the first file was the last file of the previous batch, so the
+    head of a transaction it already completed is not quarantined either.
     """
     fmt = _format(fmt)
     files = list_files(paths)
@@ -206,7 +233,7 @@ def read_wal2json(spark: SparkSession, paths: Sequence[str], fmt: Format | str) 
     slices = max(1, min(n, spark.sparkContext.defaultParallelism * 4))
     index = spark.range(0, n, 1, slices).select(F.col("id").cast("int").alias("file_index"))
     parsed = index.mapInArrow(_parse_files(files, fmt), _PARSED_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
-    return ParsedBatch(files, fmt, parsed)
+    return ParsedBatch(files, fmt, parsed, open_start, open_end)
 
 
 def _format(fmt: Format | str) -> Format:

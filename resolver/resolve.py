@@ -361,3 +361,37 @@ def resolve_versions(changes: DataFrame, layout: TableLayout, moves: bool = True
         other["__moved_to"].alias("__moved_to"),
     )
     return versions, rounds
+
+
+def collapse_untracked(versions: DataFrame, layout: TableLayout) -> DataFrame:
+    """Merge each key's consecutive versions that differ only in columns outside ``layout.track``: the
+    later values update the earlier version in place (its start stays, its end and values are the last
+    ones'), like APPLY CHANGES' track-history column lists. A version after a gap (the row was deleted or
+    moved away in between) or opened by a key change always stays its own."""
+    key = list(layout.key)
+    by_key = Window.partitionBy(*key).orderBy("__start_lsn")
+    tracked = F.struct(*[F.col(c) for c in layout.track])
+    prev = F.lag(F.struct(F.col("__end_lsn").alias("end"), tracked.alias("t"))).over(by_key)
+    opens = (
+        prev.isNull()
+        | (prev.getField("end") != F.col("__start_lsn"))
+        | F.col("__moved_from").isNotNull()
+        | ~prev.getField("t").eqNullSafe(tracked)
+    )
+    whole = Window.partitionBy(*key).orderBy("__start_lsn").rowsBetween(Window.unboundedPreceding, 0)
+    grouped = versions.withColumn("__grp", F.sum(opens.cast("int")).over(whole))
+    first = ["__start_lsn", "__start_time", "__moved_from"]
+    last = [c for c in versions.columns if c not in first]
+    return (
+        grouped.groupBy(*[F.col(k).alias(f"__g_{k}") for k in key], "__grp")
+        .agg(
+            F.min_by(F.struct(*first), F.col("__start_lsn")).alias("__first"),
+            F.max_by(F.struct(*last), F.col("__start_lsn")).alias("__last"),
+        )
+        .select(
+            *[
+                F.col(f"__first.{c}").alias(c) if c in first else F.col(f"__last.`{c}`").alias(c)
+                for c in versions.columns
+            ]
+        )
+    )

@@ -22,10 +22,10 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import reduce
 from typing import Any
@@ -41,9 +41,10 @@ from resolver.evolution import TypeChange, evolve_type
 from resolver.explode import Column_, TableLayout, explode_events
 from resolver.models import TableSummary
 from resolver.pgtypes import spark_type
+from resolver.pipeline import TableSettings
 from resolver.policy import Policies, Policy
 from resolver.read import QUARANTINE_SCHEMA
-from resolver.resolve import linked_keys, resolve_versions
+from resolver.resolve import collapse_untracked, linked_keys, resolve_versions
 from resolver.tableschema import TableSchema
 from resolver.wal2json import format_lsn
 
@@ -126,6 +127,9 @@ def apply_changes(
     quarantine_format: str = "events",
     plan: BatchPlan | None = None,
     policies: Policies | None = None,
+    settings: Callable[[str], TableSettings] | None = None,
+    isolate: bool = False,
+    on_table: Callable[[TableSummary], None] | None = None,
 ) -> list[TableSummary]:
     """Apply a batch of change events (a DataFrame with ``resolver.models.ChangeEvent`` columns, e.g.
     ``read_wal2json(...).events``) to the silver tables of every table in it. One call is one batch.
@@ -134,7 +138,9 @@ def apply_changes(
     Returns one summary per table, sorted by table name. Every check that can refuse the batch (a key or
     a column type the lake cannot take, an event a ``fail`` policy refuses) runs first, in
     ``plan_changes``, before anything is written; pass its ``plan`` when you have one. Events a
-    ``quarantine`` policy (``resolver.policy``) takes out go to the quarantine table.
+    ``quarantine`` policy (``resolver.policy``) takes out go to the quarantine table. With ``isolate``,
+    a table that fails (in planning or while applying) does not stop the others: its summary carries the
+    ``error``. ``on_table`` is called with each table's summary as soon as the table is done.
 
     Example::
 
@@ -143,7 +149,7 @@ def apply_changes(
         for t in apply_changes(spark, batch.events, "lake"):
             print(t.table, t.inserted, t.updated, t.deleted)
     """
-    plan = plan or plan_changes(spark, events, lake, schemas, policies)
+    plan = plan or plan_changes(spark, events, lake, schemas, policies, settings, isolate=isolate)
     if plan.accepted is not None:
         events = plan.accepted
     meta = plan.meta
@@ -152,7 +158,17 @@ def apply_changes(
     )
 
     def one(table: str) -> tuple[TableSummary, DataFrame | None]:
-        return _apply_table(spark, events, lake, {**meta[table], "table": table}, plan.layouts[table])
+        try:
+            result = _apply_table(spark, events, lake, {**meta[table], "table": table}, plan.layouts[table])
+        except Exception as e:
+            if not isolate:
+                raise
+            log.exception("table %s failed; the other tables go on", table)
+            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            result = (_empty_summary(table, meta[table], f"{type(e).__name__}: {first}"), None)
+        if on_table is not None:
+            on_table(result[0])
+        return result
 
     # tables are independent: their jobs overlap on one session (Delta commits per table do not conflict)
     with ThreadPoolExecutor(max_workers=max(1, min(_PARALLEL_TABLES, len(meta)))) as pool:
@@ -166,7 +182,8 @@ def apply_changes(
         records = reduce(DataFrame.unionByName, bad).withColumn("format", F.lit(quarantine_format))
         files = [r[0] for r in records.select("source_file").distinct().collect()]  # a few file names
         write_quarantine(spark, lake, records.select(*QUARANTINE_SCHEMA.fieldNames()), files)
-    return [summary for summary, _ in results]
+    failed = [_empty_summary(t, None, why) for t, why in plan.failed.items()]
+    return sorted([summary for summary, _ in results] + failed, key=lambda t: t.table)
 
 
 @dataclass(frozen=True)
@@ -180,6 +197,8 @@ class BatchPlan:
     layouts: dict[str, TableLayout | None]
     accepted: DataFrame | None = None
     rejected: DataFrame | None = None
+    failed: dict[str, str] = field(default_factory=dict)
+    """Tables refused in this batch (with ``isolate``): table -> the one-line reason."""
 
     @property
     def type_changes(self) -> list[TypeChange]:
@@ -192,19 +211,39 @@ def plan_changes(
     lake: str,
     schemas: Mapping[str, TableSchema] | None = None,
     policies: Policies | None = None,
+    settings: Callable[[str], TableSettings] | None = None,
+    *,
+    isolate: bool = False,
+    include: Callable[[str], bool] | None = None,
 ) -> BatchPlan:
     """Check a batch against the lake without writing anything: one small aggregate over the events, then
     each table's key and columns, and the policies (``resolver.policy``) for unknown tables, unknown
     columns and unsafe type changes. Raises ``ConfigError`` (one line) for a key that contradicts the
     lake's or an event a ``fail`` policy refuses. ``schemas`` None means no schemas folder (no table is
-    unknown). When a ``quarantine`` policy takes events out, the plan is made again without them."""
+    unknown). ``settings`` gives each table's ``resolver.pipeline.TableSettings`` (outputs, key override,
+    tracked columns, clustering). When a ``quarantine`` policy takes events out, the plan is made again
+    without them. With ``isolate``, a table refused in planning does not refuse the batch: it is left out
+    of it and named in ``failed``. Tables ``include`` says no to get no silver tables (their events still
+    go to bronze)."""
     policies = policies or Policies()
-    meta = _batch_metadata(events)
-    reasons = _unknown(meta, schemas, policies)
-    layouts = _layouts(spark, lake, meta, schemas or {}, policies)
+    failed: dict[str, str] | None = {} if isolate else None
+
+    def metadata(events: DataFrame) -> dict[str, dict[str, Any]]:
+        meta = _batch_metadata(events)  # per table: leaving a table out changes no other table's
+        return {t: m for t, m in meta.items() if include is None or include(t)}
+
+    meta = metadata(events)
+    reasons = _unknown(meta, schemas, policies, failed)
+    layouts = _layouts(spark, lake, meta, schemas or {}, policies, settings, failed)
     reasons += _unsafe(layouts, schemas or {})
-    if not reasons:
+    if not reasons and not failed:
         return BatchPlan(meta, layouts)
+    if failed:  # their events are left out of this batch altogether (nothing written for those tables)
+        events = events.filter(~F.col("table").isin(sorted(failed)))
+    if not reasons:
+        meta = metadata(events)
+        layouts = _layouts(spark, lake, meta, schemas or {}, policies, settings, None)
+        return BatchPlan(meta, layouts, events, None, failed or {})
     reason: Column = F.coalesce(*reasons) if len(reasons) > 1 else reasons[0]
     tagged = events.withColumn("__reason", reason)
     accepted = tagged.filter(F.col("__reason").isNull()).drop("__reason")
@@ -217,8 +256,9 @@ def plan_changes(
         ),
         F.lit(None).cast("binary").alias("raw_bytes"),
     )
-    meta = _batch_metadata(accepted)
-    return BatchPlan(meta, _layouts(spark, lake, meta, schemas or {}, policies), accepted, rejected)
+    meta = metadata(accepted)
+    layouts = _layouts(spark, lake, meta, schemas or {}, policies, settings, None)
+    return BatchPlan(meta, layouts, accepted, rejected, failed or {})
 
 
 def _layouts(
@@ -227,14 +267,43 @@ def _layouts(
     meta: dict[str, dict[str, Any]],
     schemas: Mapping[str, TableSchema],
     policies: Policies,
+    settings: Callable[[str], TableSettings] | None,
+    failed: dict[str, str] | None,
 ) -> dict[str, TableLayout | None]:
+    def layout_or_failure(table: str) -> TableLayout | None:
+        if failed is None:
+            return layout(table)
+        try:
+            return layout(table)
+        except ConfigError as e:
+            failed[table] = str(e)
+            return None
+
     def layout(table: str) -> TableLayout | None:
         schema = schemas.get(table)
+        options = settings(table) if settings else TableSettings()
+        if options.key:  # the pipeline's key wins over the schema file's and the stream's
+            schema = (schema or TableSchema(table=table)).model_copy(update={"primary_key": options.key})
         policy = (schema.unsafe_type_change if schema else None) or policies.unsafe_type_change
-        return _layout(spark, lake, table, {**meta[table], "table": table}, schema, policy)
+        out = _layout(spark, lake, table, {**meta[table], "table": table}, schema, policy)
+        if out is None:
+            return None
+        missing = [c for c in options.track_history or [] if c not in out.names]
+        if missing:
+            raise ConfigError(
+                f"table {table}: track_history column(s) {missing} not found; columns are {out.names}"
+            )
+        return replace(
+            out,
+            snapshot=options.snapshot,
+            history=options.history,
+            track=tuple(options.track_history or ()),
+            cluster=bool(options.cluster_by_key),
+        )
 
-    with ThreadPoolExecutor(max_workers=max(1, min(_PARALLEL_TABLES, len(meta)))) as pool:
-        return dict(zip(sorted(meta), pool.map(layout, sorted(meta)), strict=True))
+    tables = [t for t in sorted(meta) if not failed or t not in failed]
+    with ThreadPoolExecutor(max_workers=max(1, min(_PARALLEL_TABLES, len(tables)))) as pool:
+        return dict(zip(tables, pool.map(layout_or_failure, tables), strict=True))
 
 
 def _where(meta: dict[str, Any], column: str | None = None) -> str:
@@ -272,60 +341,63 @@ def _carries(names: list[str]) -> Column:
 
 
 def _unknown(
-    meta: dict[str, dict[str, Any]], schemas: Mapping[str, TableSchema] | None, policies: Policies
+    meta: dict[str, dict[str, Any]],
+    schemas: Mapping[str, TableSchema] | None,
+    policies: Policies,
+    failed: dict[str, str] | None,
 ) -> list[Column]:
     """Quarantine reasons (Spark expressions, NULL for an event they do not catch) for unknown tables and
-    columns; raises ``ConfigError`` for one a ``fail`` policy refuses."""
+    columns; raises ``ConfigError`` for one a ``fail`` policy refuses (or, given ``failed``, records it
+    there)."""
     if schemas is None:
         return []
     reasons: list[Column] = []
     for table in sorted(meta):
-        schema = schemas.get(table)
-        if schema is None:
-            if policies.unknown_table == Policy.FAIL:
-                found = meta[table]["events"] + meta[table]["skipped"]
-                raise ConfigError(
-                    f"table {table} has no schema file: found {found} event(s), the first at "
-                    f"{_where(meta[table])}, expected {table}.yaml in the schemas folder "
-                    "(unknown_table is 'fail'; nothing was written)"
-                )
-            if policies.unknown_table == Policy.QUARANTINE:
-                reasons.append(
-                    F.when(
-                        F.col("table") == table,
-                        F.concat(
-                            _event_text(table),
-                            F.lit(f": table {table} has no schema file (unknown_table: quarantine)"),
-                        ),
-                    )
-                )
-            continue
-        known = schema.known_columns()
-        policy = schema.unknown_columns or policies.unknown_columns
-        if known is None or policy == Policy.EVOLVE:
-            continue
-        stream = sorted(set(meta[table]["columns"]) | set(meta[table]["old_keys"]))
-        unknown = [c for c in stream if c not in known]
-        if not unknown:
-            continue
-        if policy == Policy.FAIL:
-            listed = ", ".join(sorted(known))
-            raise ConfigError(
-                f"table {table}: column {unknown[0]} is not in {table}.yaml, first at "
-                f"{_where(meta[table], unknown[0])}; expected one of {listed} (add it to the file's columns, "
-                "or a renamed_from; unknown_columns is 'fail'; nothing was written)"
-            )
-        for column in unknown:
-            reasons.append(
-                F.when(
-                    (F.col("table") == table) & _carries([column]),
-                    F.concat(
-                        _event_text(table),
-                        F.lit(f": column {column} is not in {table}.yaml (unknown_columns: quarantine)"),
-                    ),
-                )
-            )
+        try:
+            reasons += _unknown_in(table, meta[table], schemas.get(table), policies)
+        except ConfigError as e:
+            if failed is None:
+                raise
+            failed[table] = str(e)
     return reasons
+
+
+def _unknown_in(
+    table: str, meta: dict[str, Any], schema: TableSchema | None, policies: Policies
+) -> list[Column]:
+    """The quarantine reasons of one table (see ``_unknown``)."""
+    if schema is None:
+        if policies.unknown_table == Policy.FAIL:
+            raise ConfigError(
+                f"table {table} has no schema file: found {meta['events'] + meta['skipped']} event(s), the "
+                f"first at {_where(meta)}, expected {table}.yaml in the schemas folder "
+                "(unknown_table is 'fail'; nothing was written)"
+            )
+        if policies.unknown_table == Policy.QUARANTINE:
+            why = f": table {table} has no schema file (unknown_table: quarantine)"
+            return [F.when(F.col("table") == table, F.concat(_event_text(table), F.lit(why)))]
+        return []
+    known = schema.known_columns()
+    policy = schema.unknown_columns or policies.unknown_columns
+    if known is None or policy == Policy.EVOLVE:
+        return []
+    unknown = [c for c in sorted(set(meta["columns"]) | set(meta["old_keys"])) if c not in known]
+    if unknown and policy == Policy.FAIL:
+        raise ConfigError(
+            f"table {table}: column {unknown[0]} is not in {table}.yaml, first at "
+            f"{_where(meta, unknown[0])}; expected one of {', '.join(sorted(known))} (add it to the file's "
+            "columns, or a renamed_from; unknown_columns is 'fail'; nothing was written)"
+        )
+    return [
+        F.when(
+            (F.col("table") == table) & _carries([column]),
+            F.concat(
+                _event_text(table),
+                F.lit(f": column {column} is not in {table}.yaml (unknown_columns: quarantine)"),
+            ),
+        )
+        for column in unknown
+    ]
 
 
 def _typed_columns() -> Column:
@@ -785,8 +857,11 @@ def _evolve_key(
     return new_key, "identity"
 
 
-def _tables(spark: SparkSession, lake: str, layout: TableLayout) -> tuple[DeltaTable, DeltaTable, DeltaTable]:
-    """The change store, history and snapshot of the table, created or widened to the layout's columns."""
+def _tables(
+    spark: SparkSession, lake: str, layout: TableLayout
+) -> tuple[DeltaTable, DeltaTable | None, DeltaTable | None]:
+    """The change store, history and snapshot of the table, created or widened to the layout's columns
+    (None for a silver table the table's settings do not keep)."""
     source = T.StructType([T.StructField(c.name, T._parse_datatype_string(c.type)) for c in layout.columns])  # noqa: SLF001
     key_t = layout.key_struct_type()
     props = {
@@ -817,13 +892,38 @@ def _tables(spark: SparkSession, lake: str, layout: TableLayout) -> tuple[DeltaT
     snapshot_schema = T.StructType(
         [*source.fields, *[T.StructField(n, T._parse_datatype_string(t)) for n, t in _TECH_SNAPSHOT]]  # noqa: SLF001
     )
-    out = []
-    for path, schema, extra, comment in (
-        (changes_path(lake, layout.table), store_schema, {"delta.appendOnly": "true"}, "typed change events"),
-        (history_path(lake, layout.table), history_schema, SILVER_PROPERTIES, "history (SCD2)"),
-        (snapshot_path(lake, layout.table), snapshot_schema, SILVER_PROPERTIES, "snapshot (SCD1)"),
+    out: list[DeltaTable | None] = []
+    cluster = layout.key if layout.cluster else ()
+    for path, schema, extra, comment, keep, by in (
+        (
+            changes_path(lake, layout.table),
+            store_schema,
+            {"delta.appendOnly": "true"},
+            "typed change events",
+            True,
+            (),
+        ),
+        (
+            history_path(lake, layout.table),
+            history_schema,
+            SILVER_PROPERTIES,
+            "history (SCD2)",
+            layout.history,
+            cluster,
+        ),
+        (
+            snapshot_path(lake, layout.table),
+            snapshot_schema,
+            SILVER_PROPERTIES,
+            "snapshot (SCD1)",
+            layout.snapshot,
+            cluster,
+        ),
     ):
-        table = delta.ensure_table(spark, path, schema, {**extra, **props}, f"{layout.table}: {comment}")
+        if not keep:
+            out.append(None)
+            continue
+        table = delta.ensure_table(spark, path, schema, {**extra, **props}, f"{layout.table}: {comment}", by)
         if _rename(spark, path, {f.name for f in table.toDF().schema.fields}, layout):
             table = DeltaTable.forPath(spark, path)
         have = {f.name: f.dataType for f in table.toDF().schema.fields}
@@ -838,6 +938,7 @@ def _tables(spark: SparkSession, lake: str, layout: TableLayout) -> tuple[DeltaT
         if new or widened:
             table = DeltaTable.forPath(spark, path)
         out.append(table)
+    assert out[0] is not None
     return out[0], out[1], out[2]
 
 
@@ -905,28 +1006,14 @@ def _apply_table(
     name = meta["table"]
     if layout is None:
         _defer_truncates(spark, events, lake, name)
-        skipped = TableSummary(
-            table=name,
-            events=meta["events"],
-            skipped=meta["skipped"],
-            inserted=0,
-            updated=0,
-            deleted=0,
-            moved=0,
-            late=0,
-            versions_written=0,
-            bad_values=0,
-            rounds=0,
-        )
-        return skipped, None
+        return _empty_summary(name, meta, None), None
     with _step(name, "tables"):
         store, history, snapshot = _tables(spark, lake, layout)
         rekeyed = _rekey(spark, lake, layout, store, history, snapshot)
         if rekeyed:  # the tables' schemas changed under these handles
-            store, history, snapshot = (
-                DeltaTable.forPath(spark, p)
-                for p in (changes_path(lake, name), history_path(lake, name), snapshot_path(lake, name))
-            )
+            store = DeltaTable.forPath(spark, changes_path(lake, name))
+            history = DeltaTable.forPath(spark, history_path(lake, name)) if history is not None else None
+            snapshot = DeltaTable.forPath(spark, snapshot_path(lake, name)) if snapshot is not None else None
     with _step(name, "explode"):
         rows = explode_events(events, layout).localCheckpoint(eager=True)
     seq = ["__lsn", "__pos"]
@@ -1004,30 +1091,48 @@ def _apply_table(
     with _step(name, "resolve"):
         versions, jump_rounds = resolve_versions(changes, layout, moves=has_moves)
         rounds += jump_rounds
+        if layout.track:
+            versions = collapse_untracked(versions, layout)
         versions = versions.withColumn("__kh", _key_hash(F.struct(*layout.key))).localCheckpoint(eager=True)
-    with _step(name, "read history"):
-        hist = history.toDF().withColumn("__kh", _key_hash(F.struct(*layout.key)))
+
+    def of_affected(table: DeltaTable) -> DataFrame:
+        df = table.toDF().withColumn("__kh", _key_hash(F.struct(*layout.key)))
         if affected is not None:
-            hist = hist.join(affected, F.col("__kh") == F.col("node"), "left_semi")
-        hist = hist.localCheckpoint(eager=True)
-    h_cols = list(history.toDF().columns)
-    hist_changes = _diff(versions, hist, h_cols, ["__kh", "__start_lsn"], [*layout.key, "__start_lsn"])
-    s_cols = snapshot.toDF().columns
-    current = versions.filter("__is_current").select("__kh", *s_cols)
-    was_current = hist.filter("__is_current").select("__kh", *s_cols)
-    snap_changes = _diff(current, was_current, s_cols, ["__kh"], list(layout.key))
+            df = df.join(affected, F.col("__kh") == F.col("node"), "left_semi")
+        return df.localCheckpoint(eager=True)
+
+    hist_changes = snap_changes = None
+    if history is not None:
+        with _step(name, "read history"):
+            hist = of_affected(history)
+        h_cols = list(history.toDF().columns)
+        hist_changes = _diff(versions, hist, h_cols, ["__kh", "__start_lsn"], [*layout.key, "__start_lsn"])
+    if snapshot is not None:
+        s_cols = snapshot.toDF().columns
+        current = versions.filter("__is_current").select("__kh", *s_cols)
+        if history is not None:  # the history's open versions are the snapshot's rows
+            was_current = hist.filter("__is_current").select("__kh", *s_cols)
+        else:
+            with _step(name, "read snapshot"):
+                was_current = of_affected(snapshot).select("__kh", *s_cols)
+        snap_changes = _diff(current, was_current, s_cols, ["__kh"], list(layout.key))
     with _step(name, "counts"):
         counts = _counts(rows, changes, hist_changes, snap_changes, layout)
-    with _step(name, "history merge"):
-        if counts.get("h_total"):
+    if history is not None and hist_changes is not None and counts.get("h_total"):
+        with _step(name, "history merge"):
             _merge(history, hist_changes, [*layout.key, "__start_lsn"], h_cols)
-    with _step(name, "snapshot merge"):
-        if counts.get("s_total"):
+    if snapshot is not None and snap_changes is not None and counts.get("s_total"):
+        with _step(name, "snapshot merge"):
             _merge(snapshot, snap_changes, list(layout.key), s_cols)
     bad = _bad_values(rows, layout) if counts.get("bad") else None
     if layout.schema_log and layout.extra["key"]:  # existing tables now have this schema version
-        for path in (changes_path(lake, name), history_path(lake, name), snapshot_path(lake, name)):
-            _set_properties(spark, path, {SCHEMA_VERSION_PROPERTY: layout.extra["version"]})
+        for path, kept in (
+            (changes_path(lake, name), True),
+            (history_path(lake, name), history is not None),
+            (snapshot_path(lake, name), snapshot is not None),
+        ):
+            if kept:
+                _set_properties(spark, path, {SCHEMA_VERSION_PROPERTY: layout.extra["version"]})
     drops = json.dumps(layout.drop_state, sort_keys=True) if layout.drop_state else ""
     if drops and drops != layout.extra.get("drops_was"):
         _set_properties(spark, changes_path(lake, name), {DROPS_PROPERTY: drops})
@@ -1045,6 +1150,24 @@ def _apply_table(
         rounds=rounds,
         notes=list(layout.notes),
     ), bad
+
+
+def _empty_summary(table: str, meta: dict[str, Any] | None, error: str | None) -> TableSummary:
+    """A table's summary when nothing was applied to it (columns not known yet, or it failed)."""
+    return TableSummary(
+        table=table,
+        events=meta["events"] if meta else 0,
+        skipped=meta["skipped"] if meta else 0,
+        inserted=0,
+        updated=0,
+        deleted=0,
+        moved=0,
+        late=0,
+        versions_written=0,
+        bad_values=0,
+        rounds=0,
+        error=error,
+    )
 
 
 def _rescan_drops(changes: DataFrame, layout: TableLayout) -> dict[str, list[tuple[int, ...]]]:
@@ -1114,8 +1237,8 @@ def _rekey(
     lake: str,
     layout: TableLayout,
     store: DeltaTable,
-    history: DeltaTable,
-    snapshot: DeltaTable,
+    history: DeltaTable | None,
+    snapshot: DeltaTable | None,
 ) -> bool:
     """Record a new key or key source in the tables' properties; when the key columns changed (evidence
     that a table without a primary key is REPLICA IDENTITY FULL, or that it has an index identity),
@@ -1127,11 +1250,9 @@ def _rekey(
     now_named = {old: c.name for c in layout.columns for old in c.renamed_from}
     old_key = tuple(k if k in layout.names else now_named.get(k, k) for k in json.loads(was["key"]))
     props = {KEY_PROPERTY: json.dumps(list(layout.key)), KEY_SOURCE_PROPERTY: layout.key_source}
-    paths = [
-        changes_path(lake, layout.table),
-        history_path(lake, layout.table),
-        snapshot_path(lake, layout.table),
-    ]
+    paths = [changes_path(lake, layout.table)]
+    paths += [history_path(lake, layout.table)] if history is not None else []
+    paths += [snapshot_path(lake, layout.table)] if snapshot is not None else []
     if old_key == layout.key:
         for path in paths:
             _set_properties(spark, path, props)
@@ -1164,10 +1285,11 @@ def _rekey(
     _set_properties(spark, paths[0], {"delta.appendOnly": "false"})
     changes.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(paths[0])
     _set_properties(spark, paths[0], {**props, "delta.appendOnly": "true"})
-    versions = history.toDF()
-    for c in ("__moved_from", "__moved_to"):
-        versions = versions.withColumn(c, F.lit(None).cast(key_t))
-    versions.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(paths[1])
+    if history is not None:
+        versions = history.toDF()
+        for c in ("__moved_from", "__moved_to"):
+            versions = versions.withColumn(c, F.lit(None).cast(key_t))
+        versions.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(paths[1])
     for path in paths[1:]:
         _set_properties(spark, path, props)
     return True
@@ -1198,7 +1320,11 @@ def _diff(new: DataFrame, old: DataFrame, cols: list[str], join_on: list[str], k
 
 
 def _counts(
-    rows: DataFrame, changes: DataFrame, hist: DataFrame, snap: DataFrame, layout: TableLayout
+    rows: DataFrame,
+    changes: DataFrame,
+    hist: DataFrame | None,
+    snap: DataFrame | None,
+    layout: TableLayout,
 ) -> dict[str, int]:
     """One aggregate: history/snapshot changes by action, the batch's moves, late events and bad values."""
     in_batch = rows.select(*["__lsn", "__pos"]).distinct().withColumn("__in", F.lit(True))
@@ -1218,15 +1344,13 @@ def _counts(
         .select(F.lit("late").alias("name"))
     )
     is_move = (F.col("__op") == "update") & ~F.col("__old_key").eqNullSafe(F.col("__key"))
-    labels = (
-        hist.select(F.concat(F.lit("h_"), "__action").alias("name"))
-        .union(hist.select(F.lit("h_total")))
-        .union(snap.select(F.concat(F.lit("s_"), "__action")))
-        .union(snap.select(F.lit("s_total")))
-        .union(rows.dropDuplicates(["__lsn", "__pos"]).filter(is_move).select(F.lit("moved")))
-        .union(rows.select(F.explode("__bad")).select(F.lit("bad")))
-        .union(late)
-    )
+    labels = rows.dropDuplicates(["__lsn", "__pos"]).filter(is_move).select(F.lit("moved").alias("name"))
+    for prefix, diff in (("h_", hist), ("s_", snap)):
+        if diff is not None:
+            labels = labels.union(diff.select(F.concat(F.lit(prefix), "__action"))).union(
+                diff.select(F.lit(prefix + "total"))
+            )
+    labels = labels.union(rows.select(F.explode("__bad")).select(F.lit("bad"))).union(late)
     return {r["name"]: int(r["n"]) for r in labels.groupBy("name").agg(F.count("*").alias("n")).collect()}
 
 

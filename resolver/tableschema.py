@@ -23,14 +23,13 @@ import difflib
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
-import yaml
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from resolver.errors import ConfigError
 from resolver.models import ResolverModel
 from resolver.policy import Policy, check_unsafe_type_policy
+from resolver.yamlconfig import parse_yaml
 
 __all__ = ["ColumnSpec", "TableSchema", "load_schemas", "parse_schema"]
 
@@ -87,16 +86,16 @@ class TableSchema(ResolverModel):
 
     table: str = Field(pattern=r"^[^.]+\..+$", description="<schema>.<table>")
     primary_key: list[str] | None = Field(
-        None, min_length=1, description="Key columns (default: the stream's)"
+        default=None, min_length=1, description="Key columns (default: the stream's)"
     )
     columns: list[ColumnSpec] = Field(default_factory=list, description="Columns to pin or annotate")
     unknown_columns: Policy | None = Field(
-        None,
+        default=None,
         description="What an event carrying a column not listed here does: evolve, fail or quarantine "
         "(default: the run's)",
     )
     unsafe_type_change: Policy | None = Field(
-        None,
+        default=None,
         description="What a column type the lake cannot widen to does: fail or quarantine "
         "(default: the run's)",
     )
@@ -144,20 +143,13 @@ class TableSchema(ResolverModel):
 
 def parse_schema(text: str, source: str = "<schema>") -> TableSchema:
     """Parse and validate one schema file's text; ``source`` names it in errors."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
-        raise ConfigError(f"{source}: not valid YAML{where}: {getattr(e, 'problem', e)}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(
-            f"{source}: found {type(data).__name__}, expected a mapping with 'table' and 'columns'"
-        )
-    try:
-        return TableSchema.model_validate(data)
-    except ValidationError as e:
-        raise ConfigError(f"{source}: {_describe(e.errors()[0], data)}") from None
+    return parse_yaml(
+        text,
+        source,
+        TableSchema,
+        "a mapping with 'table' and 'columns'",
+        lambda loc: ColumnSpec if "columns" in loc else TableSchema,
+    )
 
 
 def load_schemas(folder: str | Path) -> dict[str, TableSchema]:
@@ -181,26 +173,3 @@ def load_schemas(folder: str | Path) -> dict[str, TableSchema]:
 
 def _yaml_files(paths: Iterable[Path]) -> Iterable[Path]:
     return (p for p in paths if p.is_file() and p.suffix in (".yaml", ".yml") and not p.name.startswith("."))
-
-
-def _describe(error: Any, data: Any) -> str:
-    """One pydantic error as 'path: what was found, what was expected (did you mean ...)'."""
-    loc = list(error["loc"])
-    path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".") or "(top level)"
-    if error["type"] == "extra_forbidden":
-        model = _model_at(loc[:-1])
-        hint = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1)
-        expected = ", ".join(model.model_fields)
-        return f"{path}: unknown key {loc[-1]!r}" + (
-            f" (did you mean {hint[0]!r}?)" if hint else f" (expected one of {expected})"
-        )
-    if error["type"] == "missing":
-        return f"{path}: missing, expected a value"
-    message = str(error["msg"]).removeprefix("Value error, ")
-    if "input" in error and error["type"] not in ("value_error",):
-        return f"{path}: found {error['input']!r}: {message}"
-    return f"{path}: {message}"
-
-
-def _model_at(loc: list[Any]) -> type[ResolverModel]:
-    return ColumnSpec if "columns" in loc else TableSchema

@@ -1,0 +1,120 @@
+"""One writer per lake: ``<lake>/_resolver/run.lock``, taken by ``resolver run`` and ``resolver ingest``.
+
+The lock is a file created with ``O_CREAT | O_EXCL`` (atomic on local and network POSIX file systems),
+holding who took it: run id, host, process id and time. A second run finds it and either waits
+(``wait_seconds``) or stops at once with ``LakeBusy``, naming the holder. A lock left by a process that is
+gone (same host, process id not alive: a crash or a kill) is taken over with a warning, so a crashed run
+never blocks the next one. On object stores (S3, ADLS), where the file cannot be created atomically, run
+one scheduler job per lake instead (docs/pipelines.md).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from resolver.errors import ResolverError
+
+__all__ = ["LakeBusy", "lake_lock", "lock_path"]
+
+log = logging.getLogger(__name__)
+
+
+class LakeBusy(ResolverError):
+    """Another run holds the lake's lock."""
+
+
+def lock_path(lake: str) -> str:
+    return os.path.join(os.path.abspath(lake), "_resolver", "run.lock")
+
+
+@contextmanager
+def lake_lock(lake: str, run_id: str, wait_seconds: float = 0.0, poll_seconds: float = 0.5) -> Iterator[None]:
+    """Hold the lake's lock for the ``with`` block. Raises ``LakeBusy`` when another live run holds it
+    for longer than ``wait_seconds``."""
+    path = lock_path(lake)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    mine = {
+        "run_id": run_id,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "since": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    deadline = time.monotonic() + wait_seconds
+    while not _create(path, mine):
+        holder = _read(path)
+        if holder is not None and _dead(holder):
+            log.warning(
+                "taking over the lock of run %s (process %s on %s is gone): %s",
+                holder.get("run_id"),
+                holder.get("pid"),
+                holder.get("host"),
+                path,
+            )
+            _remove_if(path, holder)
+            continue
+        if time.monotonic() >= deadline:
+            who = (
+                f"run {holder.get('run_id')} (process {holder.get('pid')} on {holder.get('host')}, since "
+                f"{holder.get('since')})"
+                if holder
+                else "another run"
+            )
+            waited = f" after waiting {wait_seconds:g} s" if wait_seconds else ""
+            raise LakeBusy(
+                f"lake {lake} is being written by {who}{waited}; expected no other run (pass --wait SECONDS "
+                f"to wait for it, or remove {path} if that process is gone)"
+            )
+        time.sleep(poll_seconds)
+    try:
+        yield
+    finally:
+        _remove_if(path, mine)
+
+
+def _create(path: str, content: dict[str, Any]) -> bool:
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w") as fh:
+        json.dump(content, fh)
+    return True
+
+
+def _read(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path) as fh:
+            data = json.load(fh)
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None  # being written or just removed: look again
+    return data if isinstance(data, dict) else None
+
+
+def _dead(holder: dict[str, Any]) -> bool:
+    """Whether the holder is a process on this host that no longer runs."""
+    if holder.get("host") != socket.gethostname() or not isinstance(holder.get("pid"), int):
+        return False
+    try:
+        os.kill(holder["pid"], 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def _remove_if(path: str, content: dict[str, Any]) -> None:
+    """Remove the lock file if it still holds ``content`` (never another run's lock)."""
+    if _read(path) == content:
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass

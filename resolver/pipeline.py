@@ -1,0 +1,185 @@
+"""Pipeline files: what ``resolver run PIPELINE.yaml`` ingests, where to, and how each table is kept.
+
+```yaml
+# pipeline.yaml (relative paths are relative to this file's folder)
+source:
+  path: landing/               # a folder (its files in name order) or a glob such as landing/*.json
+  format: wal2json-v2
+lake: lake/
+schemas: schemas/              # optional: the per-table schema files (docs/schema-evolution.md)
+max_files_per_batch: 50        # optional: new files are applied in batches of at most this many
+policies:                      # optional: unknown tables, unknown columns, unsafe type changes
+  unknown_table: evolve
+include: ["public.*"]          # optional: tables to keep (shell patterns; default every table)
+exclude: ["public.tmp_*"]      # optional: tables to leave out (their events stay in bronze)
+defaults:                      # optional: settings of every table
+  outputs: [snapshot, history]
+tables:                        # optional: settings per table name or pattern; later entries win
+  public.orders:
+    key: [order_id]            # overrides the key the stream reports (and the schema file's)
+    track_history: [status]    # a change in other columns only updates the current version in place
+    cluster_by_key: true       # Delta liquid clustering on the key (large tables)
+  "audit.*":
+    outputs: [history]
+```
+
+Every problem is one ``ConfigError`` line naming the file, the path inside it, what was found and what was
+expected, with a "did you mean" for misspelt keys. This module does not import Spark.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import os
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import BaseModel, Field, field_validator
+
+from resolver.errors import ConfigError
+from resolver.models import Format, ResolverModel
+from resolver.policy import Policies
+from resolver.yamlconfig import parse_yaml
+
+__all__ = ["Output", "Pipeline", "Source", "TableSettings", "load_pipeline", "parse_pipeline"]
+
+
+class Output(StrEnum):
+    """A silver table the resolver keeps for a source table."""
+
+    SNAPSHOT = "snapshot"
+    """``silver/<schema>.<table>``: one row per live source row (SCD1)."""
+    HISTORY = "history"
+    """``silver/<schema>.<table>__history``: every version of every row (SCD2), read by ``resolver as-of``."""
+
+
+class TableSettings(ResolverModel):
+    """How one table is kept. Every field is optional; unset fields take the defaults'."""
+
+    outputs: list[Output] | None = Field(
+        default=None, min_length=1, description="Which silver tables to keep (default both)"
+    )
+    key: list[str] | None = Field(
+        default=None, min_length=1, description="Key columns, overriding the stream's"
+    )
+    track_history: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        description="Columns whose changes open a new history version (default all); a change only in "
+        "other columns updates the current version in place",
+    )
+    cluster_by_key: bool | None = Field(
+        default=None, description="Cluster the snapshot and history by the key (Delta liquid clustering)"
+    )
+
+    @field_validator("outputs")
+    @classmethod
+    def _distinct(cls, value: list[Output] | None) -> list[Output] | None:
+        if value is not None and len(set(value)) != len(value):
+            raise ValueError(f"found {[v.value for v in value]}: list each output once")
+        return value
+
+    def over(self, base: TableSettings) -> TableSettings:
+        """These settings laid over ``base`` (fields set here win)."""
+        return base.model_copy(update=self.model_dump(exclude_none=True))
+
+    @property
+    def snapshot(self) -> bool:
+        return self.outputs is None or Output.SNAPSHOT in self.outputs
+
+    @property
+    def history(self) -> bool:
+        return self.outputs is None or Output.HISTORY in self.outputs
+
+
+class Source(ResolverModel):
+    """Where the wal2json files land."""
+
+    path: str = Field(min_length=1, description="A folder (files in name order) or a glob")
+    format: Format = Field(description="wal2json-v1 or wal2json-v2")
+
+
+class Pipeline(ResolverModel):
+    """A pipeline file (see the module docstring)."""
+
+    source: Source
+    lake: str = Field(min_length=1, description="Lake folder (created if missing)")
+    schemas: str | None = Field(default=None, description="Folder of <schema>.<table>.yaml files")
+    max_files_per_batch: int = Field(100, ge=1, description="New files per batch")
+    policies: Policies = Field(default_factory=Policies, description="Run defaults of the three policies")
+    include: list[str] = Field(default_factory=lambda: ["*"], description="Tables to keep (shell patterns)")
+    exclude: list[str] = Field(default_factory=list, description="Tables to leave out (shell patterns)")
+    defaults: TableSettings = Field(default_factory=TableSettings, description="Settings of every table")
+    tables: dict[str, TableSettings] = Field(
+        default_factory=dict, description="Settings per table name or shell pattern; later entries win"
+    )
+
+    def included(self, table: str) -> bool:
+        """Whether the pipeline keeps silver tables for ``table``."""
+        return any(fnmatch.fnmatchcase(table, p) for p in self.include) and not any(
+            fnmatch.fnmatchcase(table, p) for p in self.exclude
+        )
+
+    def settings(self, table: str) -> TableSettings:
+        """The defaults, then every matching entry of ``tables`` in file order."""
+        out = self.defaults
+        for pattern, settings in self.tables.items():
+            if fnmatch.fnmatchcase(table, pattern):
+                out = settings.over(out)
+        return out
+
+    def source_files(self) -> list[str]:
+        """The source's files, in name order (hidden files and names starting with '_' left out)."""
+        path = self.source.path
+        if os.path.isdir(path):
+            names = sorted(n for n in os.listdir(path) if not n.startswith((".", "_")))
+            found = [os.path.join(path, n) for n in names]
+        else:
+            found = sorted(glob.glob(path))
+            found = [f for f in found if not os.path.basename(f).startswith((".", "_"))]
+            if not found and not glob.has_magic(path):
+                raise ConfigError(
+                    f"source path {path!r} not found (expected a folder of wal2json files or a glob)"
+                )
+        return [os.path.abspath(f) for f in found if os.path.isfile(f)]
+
+
+def parse_pipeline(text: str, source: str = "<pipeline>", base: str | Path = ".") -> Pipeline:
+    """Parse and validate a pipeline file's text. Relative paths are taken from ``base``."""
+    pipeline = parse_yaml(
+        text,
+        source,
+        Pipeline,
+        "a mapping with 'source' and 'lake'",
+        lambda loc: _MODELS.get(str(loc[0]) if loc else "", Pipeline),
+    )
+
+    def resolve(p: str) -> str:
+        return p if os.path.isabs(p) or "://" in p else os.path.normpath(os.path.join(base, p))
+
+    return pipeline.model_copy(
+        update={
+            "source": pipeline.source.model_copy(update={"path": resolve(pipeline.source.path)}),
+            "lake": resolve(pipeline.lake),
+            "schemas": resolve(pipeline.schemas) if pipeline.schemas else None,
+        }
+    )
+
+
+def load_pipeline(path: str | Path) -> Pipeline:
+    """Read and validate a pipeline file."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(
+            f"pipeline file {str(path)!r} not found (expected a YAML file, see docs/pipelines.md)"
+        )
+    return parse_pipeline(p.read_text("utf-8"), str(path), p.parent)
+
+
+_MODELS: dict[str, type[BaseModel]] = {
+    "source": Source,
+    "defaults": TableSettings,
+    "tables": TableSettings,
+    "policies": Policies,
+}

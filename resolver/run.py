@@ -1,0 +1,218 @@
+"""``resolver run PIPELINE.yaml``: apply every new file of a landing folder exactly once.
+
+A run takes the lake's lock (``resolver.lock``), lists the source, and compares it with the ledger
+``_resolver/ledger`` (one row per file applied: path, size, modification time, run id, batch). The files
+not in the ledger — new ones, and ones whose size or modification time changed since — are applied in
+name order, in batches of at most ``max_files_per_batch`` files, each one ``resolver.ingest`` call; a batch
+is recorded in the ledger (one Delta commit) only after every one of its tables was applied.
+
+Why a crash loses and doubles nothing: every step of ``ingest`` is idempotent (bronze and the change
+stores are insert-only on the event's identity, the silver tables are recomputed from the change store),
+and a batch is recorded after it is complete. A run killed at any point leaves its batch unrecorded, and
+the next run applies it again, which completes what was cut short and adds nothing twice.
+
+A format-2 transaction may be cut by a file rotation. Each batch therefore also reads the file before its
+first one and the file after its last one (when they exist): the transaction is stitched across the cut,
+and a transaction whose commit has not landed yet is left for the next run instead of being quarantined.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+
+from pyspark.sql import SparkSession
+from pyspark.sql import types as T
+
+from resolver import delta
+from resolver.bronze import ingest
+from resolver.lock import lake_lock
+from resolver.models import Format, IngestSummary, RunSummary, TableSummary
+from resolver.pipeline import Pipeline, load_pipeline
+from resolver.tableschema import TableSchema, load_schemas
+
+__all__ = ["LEDGER", "ledger_path", "run_pipeline"]
+
+log = logging.getLogger(__name__)
+
+LEDGER = "_resolver/ledger"
+LEDGER_SCHEMA = T.StructType(
+    [
+        T.StructField("path", T.StringType(), False),
+        T.StructField("size", T.LongType(), False),
+        T.StructField("modified_ns", T.LongType(), False),
+        T.StructField("run_id", T.StringType(), False),
+        T.StructField("batch", T.IntegerType(), False),
+        T.StructField("applied_at", T.TimestampType(), False),
+    ]
+)
+
+
+def ledger_path(lake: str) -> str:
+    return delta.table_path(lake, LEDGER)
+
+
+def run_pipeline(spark: SparkSession, pipeline: Pipeline | str, *, wait_seconds: float = 0.0) -> RunSummary:
+    """Apply the pipeline's new source files to its lake (see the module docstring). ``pipeline`` is a
+    ``Pipeline`` or the path of a pipeline file. Progress is logged (logger ``resolver.run``); tables that
+    fail are named in the summary's ``failed_tables`` and their batch is applied again by the next run.
+
+    Example::
+
+        from resolver import local_session, run_pipeline
+        summary = run_pipeline(local_session(), "pipeline.yaml")
+        print("\\n".join(summary.lines()))
+    """
+    started = time.monotonic()
+    if isinstance(pipeline, str):
+        pipeline = load_pipeline(pipeline)
+    schemas = load_schemas(pipeline.schemas) if pipeline.schemas else None
+    run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
+    lake = pipeline.lake
+    with lake_lock(lake, run_id, wait_seconds):
+        files = pipeline.source_files()
+        stats = {f: _stat(f) for f in files}
+        applied = _read_ledger(spark, lake)
+        todo = [f for f in files if applied.get(f) != stats[f]]
+        for f in todo:
+            if f in applied:
+                log.warning("%s changed since it was applied (size or time): reading it again", f)
+        size = pipeline.max_files_per_batch
+        chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
+        log.info(
+            "run %s: %d file(s) in %s, %d new, %d batch(es)",
+            run_id,
+            len(files),
+            pipeline.source.path,
+            len(todo),
+            len(chunks),
+        )
+        summary = RunSummary(
+            run_id=run_id, lake=lake, files_seen=len(files), files_new=len(todo), files_applied=0
+        )
+        batches: list[IngestSummary] = []
+        failed: dict[str, str] = {}
+        recorded = 0
+        for number, chunk in enumerate(chunks, 1):
+            result = _batch(spark, pipeline, schemas, files, chunk, f"batch {number}/{len(chunks)}")
+            batches.append(result)
+            broken = {t.table: t.error for t in result.tables if t.error is not None}
+            failed.update(broken)
+            if broken:
+                log.error(
+                    "batch %d/%d: %d table(s) failed (%s); its files will be read again by the next run",
+                    number,
+                    len(chunks),
+                    len(broken),
+                    ", ".join(sorted(broken)),
+                )
+                continue
+            _record(spark, lake, chunk, stats, run_id, number)
+            recorded += len(chunk)
+    return summary.model_copy(
+        update={
+            "batches": batches,
+            "failed_tables": failed,
+            "files_applied": recorded,
+            "seconds": time.monotonic() - started,
+        }
+    )
+
+
+def _batch(
+    spark: SparkSession,
+    pipeline: Pipeline,
+    schemas: Mapping[str, TableSchema] | None,
+    files: Sequence[str],
+    chunk: list[str],
+    label: str,
+) -> IngestSummary:
+    """Ingest one batch, with the neighbouring files of a format-2 stream (see the module docstring)."""
+    read = list(chunk)
+    before = after = False
+    if pipeline.source.format == Format.WAL2JSON_V2:
+        first, last = files.index(chunk[0]), files.index(chunk[-1])
+        if first > 0:
+            read.insert(0, files[first - 1])
+            before = True
+        if last + 1 < len(files):
+            read.append(files[last + 1])
+            after = True
+    names = f"{os.path.basename(chunk[0])}" + (f" .. {os.path.basename(chunk[-1])}" if len(chunk) > 1 else "")
+    log.info(
+        "%s: %d file(s) (%s)%s", label, len(chunk), names, " with their neighbours" if before or after else ""
+    )
+    done: list[str] = []
+
+    def on_table(table: TableSummary) -> None:
+        done.append(table.table)
+        state = f"FAILED: {table.error}" if table.error else f"{table.events} event(s)"
+        log.info("%s: table %s done (%d), %s", label, table.table, len(done), state)
+
+    started = time.monotonic()
+    result = ingest(
+        spark,
+        read,
+        pipeline.lake,
+        pipeline.source.format,
+        schemas,
+        pipeline.policies,
+        settings=pipeline.settings,
+        include=pipeline.included,
+        isolate=True,
+        on_table=on_table,
+        open_start=before,
+        open_end=True,
+    )
+    log.info(
+        "%s: %d event(s) read, %d new, %d quarantined, %d table(s), %.1f s",
+        label,
+        result.events_read,
+        result.accepted,
+        result.quarantined,
+        len(result.tables),
+        time.monotonic() - started,
+    )
+    return result
+
+
+def _stat(path: str) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_size, st.st_mtime_ns
+
+
+def _read_ledger(spark: SparkSession, lake: str) -> dict[str, tuple[int, int]]:
+    """Each applied file's (size, modification time) as last recorded (one row per file: a small table)."""
+    from delta.tables import DeltaTable
+
+    path = ledger_path(lake)
+    if not DeltaTable.isDeltaTable(spark, path):
+        return {}
+    rows = spark.read.format("delta").load(path).select("path", "size", "modified_ns", "applied_at").collect()
+    latest: dict[str, tuple[object, tuple[int, int]]] = {}
+    for r in sorted(rows, key=lambda r: r["applied_at"]):
+        latest[r["path"]] = (r["applied_at"], (int(r["size"]), int(r["modified_ns"])))
+    return {p: v for p, (_, v) in latest.items()}
+
+
+def _record(
+    spark: SparkSession,
+    lake: str,
+    files: list[str],
+    stats: dict[str, tuple[int, int]],
+    run_id: str,
+    batch: int,
+) -> None:
+    """Add the batch's files to the ledger (one commit; a file already there with the same size and time
+    is not added twice)."""
+    now = datetime.now(UTC).replace(tzinfo=None)
+    rows = [(f, stats[f][0], stats[f][1], run_id, batch, now) for f in files]
+    table = delta.ensure_table(
+        spark, ledger_path(lake), LEDGER_SCHEMA, {"delta.appendOnly": "true"}, "files applied by resolver run"
+    )
+    condition = "t.path = s.path AND t.size = s.size AND t.modified_ns = s.modified_ns"
+    delta.insert_new(table, spark.createDataFrame(rows, LEDGER_SCHEMA), condition)
