@@ -61,7 +61,7 @@ def ingest(
 
         from resolver import ingest, local_session
         summary = ingest(local_session(), ["landing/0001.json"], "lake", "wal2json-v2")
-        print("\n".join(summary.lines()))
+        print("\\n".join(summary.lines()))
     """
     if isinstance(schemas, str):
         schemas = load_schemas(schemas)

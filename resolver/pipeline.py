@@ -168,7 +168,15 @@ def parse_pipeline(text: str, source: str = "<pipeline>", base: str | Path = "."
 
 
 def load_pipeline(path: str | Path) -> Pipeline:
-    """Read and validate a pipeline file."""
+    """Read and validate a pipeline file (``ConfigError`` with the path inside the file on a mistake).
+
+    Example::
+
+        from resolver import load_pipeline
+        pipeline = load_pipeline("pipeline.yaml")
+        print(pipeline.lake, pipeline.source_files())
+        print(pipeline.settings("public.orders").outputs)
+    """
     p = Path(path)
     if not p.is_file():
         raise ConfigError(

@@ -226,6 +226,14 @@ def read_wal2json(
     committed there is left for the next batch (which reads that file again) instead of being
     quarantined; and ``open_start`` when the first file was the last file of the previous batch, so the
     head of a transaction it already completed is not quarantined either.
+
+    Example::
+
+        from resolver import read_wal2json
+        batch = read_wal2json(spark, ["landing/0001.json"], "wal2json-v2")
+        batch.events.groupBy("table", "operation").count().show()
+        print(batch.counts()["events"], "events,", batch.counts()["quarantined"], "quarantined")
+        batch.unpersist()
     """
     fmt = _format(fmt)
     files = list_files(paths)

@@ -34,6 +34,12 @@ def local_session(app_name: str = "resolver", master: str = "local[2]", **conf: 
 
     Delta's jars are resolved from Maven Central by ``configure_spark_with_delta_pip`` (cached in ~/.ivy2).
     Keyword arguments override settings, with dots written as ``__``: ``spark__sql__shuffle__partitions="8"``.
+
+    Example::
+
+        from resolver import local_session
+        spark = local_session()   # e.g. local_session(master="local[8]", spark__driver__memory="8g")
+        print(spark.conf.get("spark.sql.session.timeZone"))   # UTC
     """
     from delta import configure_spark_with_delta_pip
 
