@@ -62,6 +62,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
         help="wal2json format-version of the files",
     )
     ingest.add_argument("--schemas", metavar="DIR", help="folder of per-table schema YAML files (optional)")
+    ingest.add_argument("--json", action="store_true", help="print the summary as JSON (stdout)")
     _policy_arguments(ingest)
     ingest.add_argument(
         "--master", default="local[2]", help="Spark master for the local session (default local[2])"
@@ -205,10 +206,13 @@ def _ingest(args: argparse.Namespace) -> int:
 
     with lake_lock(args.lake, f"ingest-{os.getpid()}"):
         summary = ingest(spark, files, args.lake, args.format, schemas, policies)
+    if args.json:
+        print(summary.model_dump_json(indent=2))
+        return EXIT_OK
     for line in summary.lines():
         print(line)
     print(f"elapsed              {time.monotonic() - started:.1f} s")
-    return 0
+    return EXIT_OK
 
 
 def _run(args: argparse.Namespace) -> int:
