@@ -224,7 +224,16 @@ def plan_changes(
     tracked columns, clustering). When a ``quarantine`` policy takes events out, the plan is made again
     without them. With ``isolate``, a table refused in planning does not refuse the batch: it is left out
     of it and named in ``failed``. Tables ``include`` says no to get no silver tables (their events still
-    go to bronze)."""
+    go to bronze).
+
+    Example::
+
+        from resolver import plan_changes, read_wal2json
+        batch = read_wal2json(spark, ["landing/0001.json"], "wal2json-v2")
+        plan = plan_changes(spark, batch.events, "lake")   # raises ConfigError if the lake cannot take it
+        for table, layout in sorted(plan.layouts.items()):
+            print(table, layout.key if layout else "(columns not known yet)")
+    """
     policies = policies or Policies()
     failed: dict[str, str] | None = {} if isolate else None
 
