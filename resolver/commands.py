@@ -1,0 +1,298 @@
+"""The ``resolver as-of``, ``resolver optimize`` and ``resolver vacuum`` commands: thin layers over
+``resolver.timetravel`` and ``resolver.maintenance``.
+
+``register`` adds them to the ``resolver`` program's subcommands and returns their handlers. Each handler
+checks its arguments (raising ``ConfigError``, one line: exit status 2) before it starts Spark, prints a
+short summary (progress on stderr, results on stdout) and returns 0. This module imports no Spark: the
+handlers import what they need.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from resolver.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+__all__ = ["register"]
+
+Handler = Callable[[argparse.Namespace], int]
+
+OUT_FORMATS = ("csv", "parquet", "delta", "json")
+_CELL = 40
+"""Widest cell printed by ``resolver as-of`` (longer values end in '...')."""
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> dict[str, Handler]:
+    """Add ``as-of``, ``optimize`` and ``vacuum`` to ``commands`` (the ``resolver`` program's
+    ``add_subparsers()``) and return each command's handler by name."""
+    as_of = commands.add_parser(
+        "as-of",
+        help="a source table as it was at a commit time or LSN",
+        description="Print (or write) the source table <schema>.<table> as it was at a commit of the source "
+        "database: the rows of <lake>/silver/<schema>.<table>__history current at that point, with the "
+        "snapshot's columns (source columns, __start_lsn, __start_time). --lsn is exact; --time is as exact "
+        "as PostgreSQL's commit timestamps. A point before the table's first commit gives no rows. Vacuum "
+        "never changes the answer: it reads the history table, not Delta time travel.",
+        epilog="examples:\n"
+        "  resolver as-of --lake lake --table public.customers --lsn 0/1932D58\n"
+        "  resolver as-of --lake lake --table public.customers --time '2026-11-21 16:30:12.615'\n"
+        "  resolver as-of --lake lake --table public.orders --lsn 26425440 --out orders.csv --out-format csv",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    as_of.add_argument("--lake", required=True, metavar="DIR", help="lake folder")
+    as_of.add_argument("--table", required=True, metavar="T", help="source table, <schema>.<table>")
+    when = as_of.add_mutually_exclusive_group(required=True)
+    when.add_argument(
+        "--time", metavar="TS", help="commit time, ISO; UTC unless it has an offset ('2026-11-21 16:30:12')"
+    )
+    when.add_argument("--lsn", metavar="LSN", help="commit LSN, '0/1932D58' or a decimal integer")
+    as_of.add_argument("--out", metavar="PATH", help="write every row to this new folder instead of printing")
+    as_of.add_argument("--out-format", choices=OUT_FORMATS, help="format of --out (default parquet)")
+    as_of.add_argument(
+        "--limit", type=_count, default=20, metavar="N", help="rows to print, ordered by key (default 20)"
+    )
+    _master(as_of)
+
+    optimize = commands.add_parser(
+        "optimize",
+        help="compact the lake's Delta tables (Z-order by key, or liquid clustering)",
+        description="Rewrite the small files of every Delta table of the lake (or of the tables named) into "
+        "large ones: snapshot, history and change-store tables Z-ordered by their key (clustered, for "
+        "tables with liquid clustering), the other tables compacted. No row changes. Takes the lake's "
+        "lock: run it between batches, e.g. daily or every N runs (docs/operations.md).",
+        epilog="examples:\n"
+        "  resolver optimize --lake lake\n"
+        "  resolver optimize --lake lake --table public.customers --table bronze/change_events",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    optimize.add_argument("--lake", required=True, metavar="DIR", help="lake folder")
+    _tables(optimize)
+    _wait(optimize)
+    _master(optimize)
+
+    vacuum = commands.add_parser(
+        "vacuum",
+        help="delete files older Delta versions used (keeps 7 days by default)",
+        description="Delete the files of the lake's Delta tables that no table version of the last "
+        "--retain-hours uses (files replaced by optimize and by merges). No row changes; Delta time "
+        "travel (VERSION AS OF) to older versions stops working, 'resolver as-of' is not affected. A "
+        "retention under 168 hours needs --force. Takes the lake's lock (not with --dry-run).",
+        epilog="examples:\n"
+        "  resolver vacuum --lake lake --dry-run\n"
+        "  resolver vacuum --lake lake                          # weekly, keeps 7 days\n"
+        "  resolver vacuum --lake lake --retain-hours 24 --force --table bronze/change_events",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    vacuum.add_argument("--lake", required=True, metavar="DIR", help="lake folder")
+    vacuum.add_argument(
+        "--retain-hours",
+        type=float,
+        default=168.0,
+        metavar="H",
+        help="keep the files Delta versions of the last H hours use (default 168)",
+    )
+    vacuum.add_argument("--dry-run", action="store_true", help="list the files that would be deleted")
+    vacuum.add_argument(
+        "--force", action="store_true", help="allow a retention under 168 hours (nothing may use the lake)"
+    )
+    _tables(vacuum)
+    _wait(vacuum)
+    _master(vacuum)
+    return {"as-of": _as_of, "optimize": _optimize, "vacuum": _vacuum}
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"found {value}, expected 0 or more")
+    return value
+
+
+def _master(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--master", default="local[2]", help="Spark master for the local session (default local[2])"
+    )
+
+
+def _tables(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--table",
+        dest="tables",
+        action="extend",
+        nargs="+",
+        metavar="T",
+        help="a source table (its snapshot, history and change store) or a table's path in the lake, such "
+        "as bronze/change_events; repeatable (default: every Delta table of the lake)",
+    )
+
+
+def _wait(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--wait", type=float, default=0.0, metavar="SECONDS", help="wait this long for another run's lock"
+    )
+
+
+def _session(args: argparse.Namespace) -> SparkSession:
+    from resolver.session import local_session
+
+    return local_session(master=args.master)
+
+
+def _as_of(args: argparse.Namespace) -> int:
+    from resolver.timetravel import as_of, history_table, point
+
+    at = point(time=args.time, lsn=args.lsn)  # every check first, before Spark starts
+    path = history_table(args.lake, args.table)
+    if args.out_format is not None and args.out is None:
+        raise ConfigError(
+            f"as-of: found --out-format {args.out_format} without --out, expected both or neither"
+        )
+    if args.out is not None and os.path.exists(args.out):
+        raise ConfigError(
+            f"as-of: --out {args.out} exists, expected a new path (remove it or choose another)"
+        )
+    started = time.monotonic()
+    print(f"resolver: {args.table} as of {at} from {path}", file=sys.stderr)
+    spark = _session(args)
+    rows = as_of(spark, args.lake, args.table, time=at.time, lsn=at.lsn)
+    total = rows.count()
+    if args.out is not None:
+        fmt = args.out_format or "parquet"
+        writer = _csv_ready(rows).write.options(header="true", escape='"') if fmt == "csv" else rows.write
+        writer.format(fmt).save(args.out)
+        print(f"wrote {total} row(s) of {args.table} as of {at} to {args.out} ({fmt})")
+    else:
+        shown = _text_rows(rows.orderBy(*_key(spark, path, rows.columns)).limit(args.limit))
+        for line in _render(rows.columns, shown):
+            print(line)
+        more = f"; {len(shown)} shown (--limit {args.limit})" if len(shown) < total else ""
+        print(f"{total} row(s) in {args.table} as of {at}{more}")
+    print(f"elapsed {time.monotonic() - started:.1f} s", file=sys.stderr)
+    return 0
+
+
+def _key(spark: SparkSession, path: str, columns: Sequence[str]) -> list[str]:
+    """The table's key columns (its ``resolver.key`` property), to print rows in key order."""
+    import json
+
+    from delta.tables import DeltaTable
+
+    from resolver.silver import KEY_PROPERTY
+
+    detail = DeltaTable.forPath(spark, path).detail().select("properties").first()
+    key = json.loads((detail["properties"] if detail else {}).get(KEY_PROPERTY, "[]"))
+    return [k for k in key if k in columns] or [columns[0]]
+
+
+def _csv_ready(rows: DataFrame) -> DataFrame:
+    """CSV holds text only: binary values as PostgreSQL's hex text, nested values as JSON. (Written with
+    quotes doubled inside quoted values, as RFC 4180 and PostgreSQL's COPY expect.)"""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    def text(field: T.StructField) -> Column:
+        if isinstance(field.dataType, T.BinaryType):
+            return F.concat(F.lit("\\x"), F.lower(F.hex(field.name))).alias(field.name)
+        if isinstance(field.dataType, T.ArrayType | T.MapType | T.StructType):
+            return F.to_json(field.name).alias(field.name)
+        return F.col(field.name)
+
+    return rows.select(*[text(f) for f in rows.schema.fields])
+
+
+def _text_rows(rows: DataFrame) -> list[list[str]]:
+    """The rows as printable text: values as Spark casts them (timestamps in the session's time zone, UTC
+    for ``local_session``), binary as hex, NULL as NULL, control characters escaped, long values cut."""
+    from pyspark.sql import functions as F
+
+    text = _csv_ready(rows)
+    out = []
+    for row in text.select(*[F.col(c).cast("string") for c in text.columns]).collect():
+        out.append([_cell(v) for v in row])
+    return out
+
+
+def _cell(value: str | None) -> str:
+    if value is None:
+        return "NULL"
+    value = "".join(c if c.isprintable() else repr(c)[1:-1] for c in value)
+    return value if len(value) <= _CELL else value[: _CELL - 3] + "..."
+
+
+def _render(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """Left-aligned columns two spaces apart, header first."""
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
+    return ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in [header, *rows]]
+
+
+def _optimize(args: argparse.Namespace) -> int:
+    from resolver.lock import lake_lock
+    from resolver.maintenance import optimize, select_tables
+
+    tables = select_tables(args.lake, args.tables)  # before Spark starts
+    started = time.monotonic()
+    print(f"resolver: optimizing {len(tables)} Delta table(s) of {args.lake}", file=sys.stderr)
+    spark = _session(args)
+    with lake_lock(args.lake, f"optimize-{os.getpid()}", args.wait):
+        done = optimize(spark, args.lake, tables)
+    header = ["table", "layout", "by", "files before", "removed", "added", "files after"]
+    lines = [
+        [
+            t["table"],
+            t["layout"],
+            ", ".join(t["columns"]) or "-",
+            *(str(t[k]) for k in ("files_before", "files_removed", "files_added", "files_after")),
+        ]
+        for t in done
+    ]
+    for line in _render(header, lines):
+        print(line)
+    for t in done:
+        if t["note"]:
+            print(f"resolver: note: {t['table']}: {t['note']}", file=sys.stderr)
+    before, after = sum(t["files_before"] for t in done), sum(t["files_after"] for t in done)
+    print(f"{len(done)} table(s): {before} file(s) -> {after}")
+    print(f"elapsed {time.monotonic() - started:.1f} s", file=sys.stderr)
+    return 0
+
+
+def _vacuum(args: argparse.Namespace) -> int:
+    from contextlib import nullcontext
+
+    from resolver.lock import lake_lock
+    from resolver.maintenance import check_retention, select_tables, vacuum
+
+    check_retention(args.retain_hours, args.force)  # before Spark starts
+    tables = select_tables(args.lake, args.tables)
+    started = time.monotonic()
+    what = "listing the files vacuum would delete in" if args.dry_run else "vacuuming"
+    print(
+        f"resolver: {what} {len(tables)} Delta table(s) of {args.lake}, keeping {args.retain_hours:g} hours",
+        file=sys.stderr,
+    )
+    spark = _session(args)
+    lock = nullcontext() if args.dry_run else lake_lock(args.lake, f"vacuum-{os.getpid()}", args.wait)
+    with lock:
+        done = vacuum(spark, args.lake, args.retain_hours, tables, args.dry_run, args.force)
+    if args.dry_run:
+        lines = [[t["table"], str(len(t["files_to_delete"]))] for t in done]
+        header = ["table", "files to delete"]
+    else:
+        lines = [[t["table"], "?" if t["files_deleted"] is None else str(t["files_deleted"])] for t in done]
+        header = ["table", "files deleted"]
+    for line in _render(header, lines):
+        print(line)
+    root = os.path.abspath(args.lake)
+    for t in done:
+        for f in t["files_to_delete"]:
+            print(f"would delete {os.path.relpath(f, root) if os.path.isabs(f) else f}")
+    print(f"elapsed {time.monotonic() - started:.1f} s", file=sys.stderr)
+    return 0

@@ -1,0 +1,293 @@
+"""Keep a lake's Delta tables fast and small: ``optimize`` (compaction, Z-order) and ``vacuum``.
+
+Every batch adds a few small files to each table it touches; reads and MERGEs slow down with the number of
+files. ``optimize`` rewrites the small files of every table of the lake into large ones, sorted by the key
+for the tables that are read by key; ``vacuum`` deletes the files no Delta version younger than the
+retention uses any more. Neither changes a row of any table, and neither changes what
+``resolver.timetravel.as_of`` returns (it reads the history table, not Delta time travel).
+When to run them and what they cost: ``docs/operations.md``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any
+
+from delta.tables import DeltaTable
+from pyspark.errors import AnalysisException
+from pyspark.sql import Row, SparkSession
+from pyspark.sql import types as T
+
+from resolver.errors import ConfigError
+from resolver.silver import KEY_PROPERTY
+
+__all__ = ["DEFAULT_RETAIN_HOURS", "check_retention", "lake_tables", "optimize", "select_tables", "vacuum"]
+
+DEFAULT_RETAIN_HOURS = 168.0
+"""Delta's default ``delta.deletedFileRetentionDuration`` (7 days), the shortest retention allowed without
+``force``."""
+_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
+_LISTING = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
+_DEFAULT_LISTING = "10000"
+_NO_STATS = "DELTA_ZORDERING_ON_COLUMN_WITHOUT_STATS"
+_PARALLEL_TABLES = 4
+_RECENT = 10
+"""Commits of a table's history read to find its last Z-order."""
+_PER_SOURCE_TABLE = ("silver/{}", "silver/{}__history", "_resolver/changes/{}")
+
+
+def lake_tables(lake: str) -> list[str]:
+    """Every Delta table of the lake, as paths relative to it (``bronze/change_events``,
+    ``silver/public.customers``, ``_resolver/changes/public.customers``, ...), sorted. No Spark."""
+    root = os.path.abspath(lake)
+    if not os.path.isdir(root):
+        raise ConfigError(
+            f"lake {lake} not found, expected a folder written by resolver ingest or resolver run"
+        )
+    found = []
+    for folder, dirs, _ in os.walk(root):
+        if "_delta_log" in dirs:
+            found.append(os.path.relpath(folder, root).replace(os.sep, "/"))
+            dirs.clear()  # a table's own folders hold no tables
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+    if not found:
+        raise ConfigError(
+            f"lake {lake} holds no Delta table, expected a lake written by resolver ingest or run"
+        )
+    return sorted(found)
+
+
+def select_tables(lake: str, tables: Sequence[str] | None = None) -> list[str]:
+    """The lake's Delta tables to work on (relative paths, sorted): all of them when ``tables`` is None;
+    else, for each name, a source table's snapshot, history and change store (``public.customers``) or one
+    table by its path in the lake (``bronze/change_events``). ``ConfigError`` (one line, "did you mean")
+    for a name that is neither. No Spark."""
+    every = lake_tables(lake)
+    if tables is None:
+        return every
+    sources = sorted({p.split("/", 1)[1].removesuffix("__history") for p in every if p.startswith("silver/")})
+    chosen: set[str] = set()
+    for name in tables:
+        if name in every:
+            chosen.add(name)
+        elif name in sources:
+            chosen.update(p for p in (f.format(name) for f in _PER_SOURCE_TABLE) if p in every)
+        else:
+            hint = difflib.get_close_matches(name, sources + every, n=1)
+            mean = f" (did you mean {hint[0]!r}?)" if hint else ""
+            raise ConfigError(
+                f"table {name!r} not found in lake {lake}, expected a source table ({', '.join(sources)}) or "
+                f"a Delta table of the lake ({', '.join(every)}){mean}"
+            )
+    return sorted(chosen)
+
+
+def optimize(spark: SparkSession, lake: str, tables: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Compact the lake's Delta tables (all of them, or those ``tables`` names; see ``select_tables``).
+
+    Each table's small files are rewritten into files of up to 1 GB (Delta's
+    ``spark.databricks.delta.optimize.maxFileSize``), in one Delta commit per table that changes no row:
+
+    * a table with liquid clustering (``cluster_by_key``) is clustered by its clustering columns;
+    * a snapshot or history table is Z-ordered by its key (the table property ``resolver.key``), and a
+      change store by its ``__key`` fields, so reads and MERGEs by key skip most files. Z-order rewrites
+      every file of the table (``docs/operations.md``), so a table nothing was written to since its last
+      Z-order is left alone; a key column Delta keeps no statistics for (past the first 32 columns) gets
+      plain compaction instead. Both say so in ``note``;
+    * the other tables (``bronze/change_events``, ``quarantine``, ``_resolver/...``) are compacted.
+
+    Returns one dict per table, sorted by table: ``table`` (path in the lake), ``layout`` (``clustering``,
+    ``z-order`` or ``compaction``), ``columns`` (clustering or Z-order columns), ``files_before``,
+    ``files_removed``, ``files_added``, ``files_after`` (from the OPTIMIZE result) and ``note``.
+    Run it when no batch is being applied (``resolver optimize`` takes the lake's lock): a MERGE that
+    commits during the rewrite of its files makes one of the two fail.
+
+    Example::
+
+        from resolver import local_session
+        from resolver.maintenance import optimize
+        for t in optimize(local_session(), "lake"):
+            print(t["table"], t["layout"], t["files_before"], "->", t["files_after"])
+    """
+    chosen = select_tables(lake, tables)
+    return _each(chosen, lambda name: _optimize(spark, os.path.join(os.path.abspath(lake), name), name))
+
+
+def _optimize(spark: SparkSession, path: str, name: str) -> dict[str, Any]:
+    table = DeltaTable.forPath(spark, path)
+    detail = table.detail().select("clusteringColumns", "properties", "numFiles").first()
+    assert detail is not None
+    clustering = list(detail["clusteringColumns"] or [])
+    zorder = [] if clustering else _zorder_columns(table, detail["properties"] or {})
+    note = ""
+    if clustering:
+        layout, columns = "clustering", clustering
+    elif zorder:
+        layout, columns = "z-order", zorder
+    else:
+        layout, columns = "compaction", []
+    if zorder and _zordered(table, zorder):
+        metrics: Row | tuple[int, int] = (0, 0)
+        note = "nothing written since its last Z-order: left as it is"
+    else:
+        try:
+            metrics = _run_optimize(table, zorder)
+        except AnalysisException as e:
+            if e.getCondition() != _NO_STATS:
+                raise
+            note = f"no statistics for {', '.join(zorder)}: compacted without Z-order"
+            layout, columns = "compaction", []
+            metrics = _run_optimize(table, [])
+    before, added, removed = int(detail["numFiles"]), int(metrics[0] or 0), int(metrics[1] or 0)
+    return {
+        "table": name,
+        "layout": layout,
+        "columns": columns,
+        "files_before": before,
+        "files_removed": removed,
+        "files_added": added,
+        "files_after": before - removed + added,
+        "note": note,
+    }
+
+
+def _run_optimize(table: DeltaTable, zorder: list[str]) -> Row:
+    """One OPTIMIZE (Z-ordered by ``zorder`` when given; clustering tables cluster on a plain OPTIMIZE):
+    its files added and removed."""
+    builder = table.optimize()
+    result = builder.executeZOrderBy(*zorder) if zorder else builder.executeCompaction()
+    metrics = result.select("metrics.numFilesAdded", "metrics.numFilesRemoved").first()
+    assert metrics is not None
+    return metrics
+
+
+def _zordered(table: DeltaTable, zorder: list[str]) -> bool:
+    """Whether the table's last commit that wrote data is an OPTIMIZE Z-ordered by ``zorder`` (vacuum's
+    commits write none): Z-ordering it again would rewrite every file for nothing."""
+    recent = table.history(_RECENT).select("operation", "operationParameters").collect()
+    for commit in recent:
+        if commit["operation"] not in ("VACUUM START", "VACUUM END"):
+            by = (commit["operationParameters"] or {}).get("zOrderBy", "[]")
+            return bool(commit["operation"] == "OPTIMIZE" and json.loads(by) == zorder)
+    return False
+
+
+def _zorder_columns(table: DeltaTable, properties: dict[str, str]) -> list[str]:
+    """The key columns to Z-order a resolver table by: top-level in a snapshot or history, the ``__key``
+    struct's fields in a change store; none for a table without a key (or whose key columns are gone)."""
+    if KEY_PROPERTY not in properties:
+        return []
+    key = json.loads(properties[KEY_PROPERTY])
+    fields = {f.name: f.dataType for f in table.toDF().schema.fields}
+    store = fields.get("__key")
+    if isinstance(store, T.StructType):
+        return [f"__key.{k}" for k in key if k in store.names]
+    return [k for k in key if k in fields]
+
+
+def check_retention(retain_hours: float, force: bool = False) -> None:
+    """Refuse (``ConfigError``, one line) a negative retention, or one shorter than Delta's default of 168
+    hours without ``force``. No Spark."""
+    if retain_hours < 0:
+        raise ConfigError(f"vacuum: found a retention of {retain_hours:g} hours, expected 0 or more")
+    if retain_hours < DEFAULT_RETAIN_HOURS and not force:
+        raise ConfigError(
+            f"vacuum: found a retention of {retain_hours:g} hours, expected at least "
+            f"{DEFAULT_RETAIN_HOURS:g} (Delta's delta.deletedFileRetentionDuration default): a shorter one "
+            "deletes files that running queries and Delta time travel to recent versions still read, and "
+            "breaks them; pass force=True (--force) only when nothing reads or writes the lake"
+        )
+
+
+def vacuum(
+    spark: SparkSession,
+    lake: str,
+    retain_hours: float = DEFAULT_RETAIN_HOURS,
+    tables: Sequence[str] | None = None,
+    dry_run: bool = False,
+    force: bool = False,
+) -> list[dict[str, Any]]:
+    """Delete the files of the lake's Delta tables (all, or those ``tables`` names; see ``select_tables``)
+    that no table version of the last ``retain_hours`` uses: files that ``optimize``, MERGEs and deletes
+    replaced. Rows are never changed; Delta time travel (``VERSION AS OF``) to versions older than the
+    retention stops working. ``resolver.timetravel.as_of`` reads the history table's current version, so
+    what it returns never changes.
+
+    A retention under 168 hours (Delta's ``delta.deletedFileRetentionDuration`` default) is refused with
+    ``ConfigError`` unless ``force=True``: it would delete files that a running query, a concurrent writer
+    or a time-travel read still needs. A table whose own ``delta.deletedFileRetentionDuration`` is longer
+    than ``retain_hours`` is refused by Delta itself unless ``force=True``.
+
+    ``dry_run`` deletes nothing and lists the files that would be deleted. Returns one dict per table,
+    sorted by table: ``table``, ``retain_hours``, ``dry_run``, ``files_deleted`` (0 on a dry run; None
+    when Delta's vacuum logging is off) and ``files_to_delete`` (absolute paths, on a dry run).
+
+    Example::
+
+        from resolver import local_session
+        from resolver.maintenance import vacuum
+        spark = local_session()
+        for t in vacuum(spark, "lake", dry_run=True):
+            print(t["table"], len(t["files_to_delete"]))
+        vacuum(spark, "lake")                       # keeps 7 days of Delta versions
+    """
+    check_retention(retain_hours, force)
+    chosen = select_tables(lake, tables)
+    root = os.path.abspath(lake)
+    settings = {_LISTING: str(_listing_parallelism(spark))}
+    if force:
+        settings[_CHECK] = "false"
+    with _session_conf(spark, settings):
+        return _each(
+            chosen, lambda name: _vacuum(spark, os.path.join(root, name), name, retain_hours, dry_run)
+        )
+
+
+def _listing_parallelism(spark: SparkSession) -> int:
+    """Partitions for VACUUM's file listing: Delta repartitions it into
+    ``spark.sql.sources.parallelPartitionDiscovery.parallelism`` (10,000 by default), thousands of tasks per
+    table that keep a small session busy for minutes. Four per core is plenty; a lower setting is kept."""
+    current = int(spark.conf.get(_LISTING) or _DEFAULT_LISTING)
+    return min(current, 4 * max(1, spark.sparkContext.defaultParallelism))
+
+
+@contextmanager
+def _session_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """Set session settings for the block, then put back what the session had."""
+    was = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in was.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)
+
+
+def _vacuum(spark: SparkSession, path: str, name: str, retain_hours: float, dry_run: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"table": name, "retain_hours": retain_hours, "dry_run": dry_run}
+    if dry_run:
+        rows = spark.sql(f"VACUUM delta.`{path}` RETAIN {retain_hours:.6f} HOURS DRY RUN").collect()
+        files = sorted(str(r["path"]).removeprefix("file:") for r in rows)
+        return {**out, "files_deleted": 0, "files_to_delete": files}
+    table = DeltaTable.forPath(spark, path)
+    table.vacuum(retain_hours)
+    last = table.history(1).select("operation", "operationMetrics").first()
+    deleted = None
+    if last is not None and last["operation"] == "VACUUM END":
+        deleted = int((last["operationMetrics"] or {}).get("numDeletedFiles", 0))
+    return {**out, "files_deleted": deleted, "files_to_delete": []}
+
+
+def _each(names: list[str], work: Callable[[str], dict[str, Any]]) -> list[dict[str, Any]]:
+    """``work`` on every table, a few at a time: tables are independent, their jobs overlap on the session."""
+    with ThreadPoolExecutor(max_workers=max(1, min(_PARALLEL_TABLES, len(names)))) as pool:
+        return list(pool.map(work, names))
