@@ -202,9 +202,9 @@ def _ingest(args: argparse.Namespace) -> int:
         unknown_columns=args.unknown_columns,
         unsafe_type_change=args.unsafe_type_changes,
     )
-    from resolver.lock import lake_lock
+    from resolver.lock import lake_lock, session_pids
 
-    with lake_lock(args.lake, f"ingest-{os.getpid()}"):
+    with lake_lock(args.lake, f"ingest-{os.getpid()}", helper_pids=session_pids(spark)):
         summary = ingest(spark, files, args.lake, args.format, schemas, policies)
     if args.json:
         print(summary.model_dump_json(indent=2))

@@ -234,14 +234,14 @@ def _render(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def _optimize(args: argparse.Namespace) -> int:
-    from resolver.lock import lake_lock
+    from resolver.lock import lake_lock, session_pids
     from resolver.maintenance import optimize, select_tables
 
     tables = select_tables(args.lake, args.tables)  # before Spark starts
     started = time.monotonic()
     print(f"resolver: optimizing {len(tables)} Delta table(s) of {args.lake}", file=sys.stderr)
     spark = _session(args)
-    with lake_lock(args.lake, f"optimize-{os.getpid()}", args.wait):
+    with lake_lock(args.lake, f"optimize-{os.getpid()}", args.wait, helper_pids=session_pids(spark)):
         done = optimize(spark, args.lake, tables)
     header = ["table", "layout", "by", "files before", "removed", "added", "files after"]
     lines = [
@@ -267,7 +267,7 @@ def _optimize(args: argparse.Namespace) -> int:
 def _vacuum(args: argparse.Namespace) -> int:
     from contextlib import nullcontext
 
-    from resolver.lock import lake_lock
+    from resolver.lock import lake_lock, session_pids
     from resolver.maintenance import check_retention, select_tables, vacuum
 
     check_retention(args.retain_hours, args.force)  # before Spark starts
@@ -279,7 +279,11 @@ def _vacuum(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     spark = _session(args)
-    lock = nullcontext() if args.dry_run else lake_lock(args.lake, f"vacuum-{os.getpid()}", args.wait)
+    lock = (
+        nullcontext()
+        if args.dry_run
+        else lake_lock(args.lake, f"vacuum-{os.getpid()}", args.wait, helper_pids=session_pids(spark))
+    )
     with lock:
         done = vacuum(spark, args.lake, args.retain_hours, tables, args.dry_run, args.force)
     if args.dry_run:

@@ -3,9 +3,9 @@
 The lock is a file created with ``O_CREAT | O_EXCL`` (atomic on local and network POSIX file systems),
 holding who took it: run id, host, process id and time. A second run finds it and either waits
 (``wait_seconds``) or stops at once with ``LakeBusy``, naming the holder. A lock left by a process that is
-gone (same host, process id not alive: a crash or a kill) is taken over with a warning, so a crashed run
-never blocks the next one. On object stores (S3, ADLS), where the file cannot be created atomically, run
-one scheduler job per lake instead (docs/pipelines.md).
+gone (same host, neither its process nor its Spark driver JVM alive: a crash or a kill) is taken over
+with a warning, so a crashed run never blocks the next one. On object stores (S3, ADLS), where the file
+cannot be created atomically, run one scheduler job per lake instead (docs/pipelines.md).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 
 from resolver.errors import ResolverError
 
-__all__ = ["LakeBusy", "lake_lock", "lock_path"]
+__all__ = ["LakeBusy", "lake_lock", "lock_path", "session_pids"]
 
 log = logging.getLogger(__name__)
 
@@ -36,15 +36,24 @@ def lock_path(lake: str) -> str:
 
 
 @contextmanager
-def lake_lock(lake: str, run_id: str, wait_seconds: float = 0.0, poll_seconds: float = 0.5) -> Iterator[None]:
+def lake_lock(
+    lake: str,
+    run_id: str,
+    wait_seconds: float = 0.0,
+    poll_seconds: float = 0.5,
+    helper_pids: tuple[int, ...] = (),
+) -> Iterator[None]:
     """Hold the lake's lock for the ``with`` block. Raises ``LakeBusy`` when another live run holds it
-    for longer than ``wait_seconds``."""
+    for longer than ``wait_seconds``. ``helper_pids`` are other processes that write for this one (the
+    Spark driver JVM of a local session): the lock is stale only when they are gone too, since a JVM
+    outlives its killed Python process by a few seconds and may still commit a MERGE it had begun."""
     path = lock_path(lake)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     mine = {
         "run_id": run_id,
         "host": socket.gethostname(),
         "pid": os.getpid(),
+        "helper_pids": list(helper_pids),
         "since": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     deadline = time.monotonic() + wait_seconds
@@ -99,16 +108,28 @@ def _read(path: str) -> dict[str, Any] | None:
 
 
 def _dead(holder: dict[str, Any]) -> bool:
-    """Whether the holder is a process on this host that no longer runs."""
-    if holder.get("host") != socket.gethostname() or not isinstance(holder.get("pid"), int):
+    """Whether the holder is a process on this host that no longer runs (nor do its helpers)."""
+    pids = [holder.get("pid"), *holder.get("helper_pids", [])]
+    if holder.get("host") != socket.gethostname() or not all(isinstance(p, int) for p in pids):
         return False
+    return not any(_alive(p) for p in pids)
+
+
+def _alive(pid: int) -> bool:
     try:
-        os.kill(holder["pid"], 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
-        return True
-    except PermissionError:
         return False
-    return False
+    except PermissionError:
+        return True
+    return True
+
+
+def session_pids(spark: Any) -> tuple[int, ...]:
+    """The process id of a local session's driver JVM, when this Python process started it."""
+    proc = getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
+    pid = getattr(proc, "pid", None)
+    return (pid,) if isinstance(pid, int) else ()
 
 
 def _remove_if(path: str, content: dict[str, Any]) -> None:

@@ -30,7 +30,7 @@ from pyspark.sql import types as T
 
 from resolver import delta
 from resolver.bronze import ingest
-from resolver.lock import lake_lock
+from resolver.lock import lake_lock, session_pids
 from resolver.models import Format, IngestSummary, RunSummary, TableSummary
 from resolver.pipeline import Pipeline, load_pipeline
 from resolver.tableschema import TableSchema, load_schemas
@@ -73,7 +73,7 @@ def run_pipeline(spark: SparkSession, pipeline: Pipeline | str, *, wait_seconds:
     schemas = load_schemas(pipeline.schemas) if pipeline.schemas else None
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
     lake = pipeline.lake
-    with lake_lock(lake, run_id, wait_seconds):
+    with lake_lock(lake, run_id, wait_seconds, helper_pids=session_pids(spark)):
         files = pipeline.source_files()
         stats = {f: _stat(f) for f in files}
         applied = _read_ledger(spark, lake)

@@ -26,6 +26,14 @@ def _shown_output() -> str:
     return re.search(r"```text\n(.+?)\n```", block, re.S).group(1)  # type: ignore[union-attr]
 
 
+def _as_of_example() -> tuple[str, str]:
+    """The README's ``resolver as-of`` command and the output it shows."""
+    block = (ROOT / "README.md").read_text("utf-8").split("<!-- as-of-example -->", 1)[1]
+    command = re.search(r"```console\n\$ (.+?)\n```", block, re.S).group(1)  # type: ignore[union-attr]
+    shown = re.search(r"```text\n(.+?)\n```", block, re.S).group(1)  # type: ignore[union-attr]
+    return command, shown
+
+
 def test_quickstart_command_ingests_the_samples(tmp_path: Path) -> None:
     command = _quickstart()
     assert "resolver ingest samples/wal2json-v2 --lake lake" in command
@@ -42,6 +50,14 @@ def test_quickstart_command_ingests_the_samples(tmp_path: Path) -> None:
         printed = [ln for ln in result.stdout.splitlines() if not ln.startswith("elapsed")]
         assert printed[-len(shown) :] == shown  # pip's own output comes first
         assert (lake / "bronze/change_events/_delta_log").is_dir()
+        # the walkthrough's next step: the table as it was at a commit
+        command, shown_rows = _as_of_example()
+        assert command.startswith("resolver as-of --lake lake ")
+        result = subprocess.run(
+            ["bash", "-c", command], cwd=ROOT, capture_output=True, text=True, timeout=600
+        )
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert result.stdout.strip().splitlines() == shown_rows.splitlines()
     finally:
         shutil.rmtree(lake, ignore_errors=True)
         if saved.exists():

@@ -98,8 +98,8 @@ def test_a_growing_landing_folder_with_killed_runs_equals_postgresql(
         for i in range(rounds[r - 1] if r else 0, upto):
             write_lines(tmp_path / "landing" / f"{i:04d}.json", files[i])
         printed = _kill_at(pipeline, KILL_AT[r])
-        with caplog.at_level(logging.WARNING, logger="resolver.lock"):
-            summary = run_pipeline(spark, str(pipeline))
+        with caplog.at_level(logging.WARNING, logger="resolver.lock"):  # once the killed run's JVM is gone
+            summary = run_pipeline(spark, str(pipeline), wait_seconds=300)
         assert "taking over the lock" in caplog.text, printed
         caplog.clear()
         assert summary.status == "ok" and not summary.failed_tables
