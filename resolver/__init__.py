@@ -35,15 +35,18 @@ __all__ = [
     "RunSummary",
     "TableSummary",
     "apply_changes",
+    "as_of",
     "format_lsn",
     "ingest",
     "local_session",
+    "optimize",
     "parse_lsn",
     "plan_changes",
     "read_lines",
     "load_pipeline",
     "read_wal2json",
     "run_pipeline",
+    "vacuum",
 ]
 
 _LAZY = {
@@ -54,6 +57,9 @@ _LAZY = {
     "read_wal2json": "resolver.read",
     "run_pipeline": "resolver.run",
     "load_pipeline": "resolver.pipeline",
+    "as_of": "resolver.timetravel",
+    "optimize": "resolver.maintenance",
+    "vacuum": "resolver.maintenance",
 }
 
 
