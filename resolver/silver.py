@@ -1214,10 +1214,18 @@ def _defer_truncates(spark: SparkSession, events: DataFrame, lake: str, table: s
         F.col("source_line").cast("long").alias("__line"),
     )
     rows = rows.filter(F.col("__lsn").isNotNull())
-    target = delta.ensure_table(
-        spark, pending_truncates_path(lake), _PENDING_SCHEMA, {}, "truncates of tables without columns yet"
-    )
-    delta.insert_new(target, rows, "t.table = s.table AND t.__lsn = s.__lsn AND t.__pos = s.__pos")
+    with _PENDING_LOCK:  # one table shared by the table threads: creating or merging it at once conflicts
+        target = delta.ensure_table(
+            spark,
+            pending_truncates_path(lake),
+            _PENDING_SCHEMA,
+            {},
+            "truncates of tables without columns yet",
+        )
+        delta.insert_new(target, rows, "t.table = s.table AND t.__lsn = s.__lsn AND t.__pos = s.__pos")
+
+
+_PENDING_LOCK = threading.Lock()
 
 
 def _pending_truncates(spark: SparkSession, lake: str, table: str, store: T.StructType) -> DataFrame | None:
