@@ -75,7 +75,7 @@ def _kill_at(pipeline: Path, marker: str) -> str:
 
 
 @pytest.mark.xfail(
-    strict=True,
+    strict=False,  # the kill point's timing differs between machines; a pass is reported as XPASS
     reason="known bug (issue 5 open): after a run is killed right after the first table of a batch is "
     "done, the completing run leaves public.accounts behind PostgreSQL (round 1 of seed 23); the same "
     "rounds without kills pass",
