@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import argparse
+from collections.abc import Callable, Iterator
 
 import pytest
 from pyspark.sql import SparkSession
@@ -22,3 +23,22 @@ def spark() -> Iterator[SparkSession]:
     )
     yield session
     session.stop()
+
+
+@pytest.fixture
+def cli(spark: SparkSession) -> Iterator[Callable[..., int]]:
+    """Run a command of ``resolver.commands`` in this process (its session is the tests' own), putting back
+    the session settings ``local_session`` changes."""
+    saved = {k: v for k, v in spark.conf.getAll.items() if spark.conf.isModifiable(k)}
+    parser = argparse.ArgumentParser(prog="resolver")
+    from resolver.commands import register
+
+    handlers = register(parser.add_subparsers(dest="command", required=True))
+
+    def run(*argv: str) -> int:
+        args = parser.parse_args(argv)
+        return handlers[args.command](args)
+
+    yield run
+    for key, value in saved.items():
+        spark.conf.set(key, value)

@@ -3,11 +3,10 @@ fewer files, the same rows, and time travel through the history table untouched 
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,6 @@ from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from resolver.commands import register
 from resolver.errors import ConfigError
 from resolver.maintenance import lake_tables, optimize, vacuum
 from resolver.silver import KEY_PROPERTY, history_path
@@ -172,22 +170,6 @@ def test_vacuum_deletes_them_and_keeps_rows_and_as_of(
 
 
 # --- the commands ------------------------------------------------------------------------------------------
-@pytest.fixture
-def cli(spark: SparkSession) -> Iterator[Callable[..., int]]:
-    """Run a command of ``resolver.commands`` in this process, putting back what ``local_session`` sets."""
-    saved = {k: v for k, v in spark.conf.getAll.items() if spark.conf.isModifiable(k)}
-    parser = argparse.ArgumentParser(prog="resolver")
-    handlers = register(parser.add_subparsers(dest="command", required=True))
-
-    def run(*argv: str) -> int:
-        args = parser.parse_args(argv)
-        return handlers[args.command](args)
-
-    yield run
-    for key, value in saved.items():
-        spark.conf.set(key, value)
-
-
 def test_optimize_and_vacuum_commands(
     cli: Callable[..., int],
     spark: SparkSession,

@@ -3,9 +3,8 @@ plain-Python replay of the sample's events up to each point."""
 
 from __future__ import annotations
 
-import argparse
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -17,7 +16,6 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from resolver import ingest
-from resolver.commands import register
 from resolver.errors import ConfigError
 from resolver.models import Format
 from resolver.silver import snapshot_path
@@ -254,23 +252,6 @@ def test_unknown_tables_list_the_lake_with_a_hint(spark: SparkSession, lake: str
 
 
 # --- the command -------------------------------------------------------------------------------------------
-@pytest.fixture
-def cli(spark: SparkSession) -> Iterator[Callable[..., int]]:
-    """Run a command of ``resolver.commands`` in this process (its session is the tests' own), putting back
-    the session settings ``local_session`` changes."""
-    saved = {k: v for k, v in spark.conf.getAll.items() if spark.conf.isModifiable(k)}
-    parser = argparse.ArgumentParser(prog="resolver")
-    handlers = register(parser.add_subparsers(dest="command", required=True))
-
-    def run(*argv: str) -> int:
-        args = parser.parse_args(argv)
-        return handlers[args.command](args)
-
-    yield run
-    for key, value in saved.items():
-        spark.conf.set(key, value)
-
-
 def test_cli_prints_the_rows_in_key_order(
     cli: Callable[..., int], lake: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
