@@ -1119,11 +1119,10 @@ def _apply_table(
     if snapshot is not None:
         s_cols = snapshot.toDF().columns
         current = versions.filter("__is_current").select("__kh", *s_cols)
-        if history is not None:  # the history's open versions are the snapshot's rows
-            was_current = hist.filter("__is_current").select("__kh", *s_cols)
-        else:
-            with _step(name, "read snapshot"):
-                was_current = of_affected(snapshot).select("__kh", *s_cols)
+        # the snapshot itself, not the history's open versions: a run killed between the two MERGEs
+        # leaves them apart, and only a diff against the snapshot's own rows completes it
+        with _step(name, "read snapshot"):
+            was_current = of_affected(snapshot).select("__kh", *s_cols)
         snap_changes = _diff(current, was_current, s_cols, ["__kh"], list(layout.key))
     with _step(name, "counts"):
         counts = _counts(rows, changes, hist_changes, snap_changes, layout)

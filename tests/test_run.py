@@ -74,12 +74,6 @@ def _kill_at(pipeline: Path, marker: str) -> str:
     return "\n".join(seen)
 
 
-@pytest.mark.xfail(
-    strict=False,  # the kill point's timing differs between machines; a pass is reported as XPASS
-    reason="known bug (issue 5 open): after a run is killed right after the first table of a batch is "
-    "done, the completing run leaves public.accounts behind PostgreSQL (round 1 of seed 23); the same "
-    "rounds without kills pass",
-)
 def test_a_growing_landing_folder_with_killed_runs_equals_postgresql(
     spark: SparkSession, pg_server: PgServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
