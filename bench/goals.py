@@ -320,7 +320,7 @@ class Bench:
         self.log(f"  G4 resolving {s.resolve_events:,} events")
 
         def ours() -> None:
-            versions, _ = resolve_versions(changes, layout, moves=False)
+            versions, _ = resolve_versions(changes, layout, moves=False, truncates=False)
             versions.write.format("noop").mode("overwrite").save()
 
         def max_by() -> None:

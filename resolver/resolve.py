@@ -26,6 +26,7 @@ from collections.abc import Callable
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql.window import WindowSpec
 
 from resolver.explode import TableLayout
 
@@ -152,10 +153,150 @@ def linked_keys(moves: DataFrame) -> tuple[DataFrame, int]:
     return comps, chain_rounds + cc_rounds
 
 
-def resolve_versions(changes: DataFrame, layout: TableLayout, moves: bool = True) -> tuple[DataFrame, int]:
+def resolve_versions(
+    changes: DataFrame, layout: TableLayout, moves: bool = True, truncates: bool = True
+) -> tuple[DataFrame, int]:
     """History versions of the keys in ``changes`` (typed change rows of one table, closed under moves,
-    plus the table's truncates). ``moves=False`` promises there is no key change among them, which skips
-    the pointer jumping. Returns the versions and the pointer-jumping rounds it took."""
+    plus the table's truncates). ``moves=False`` promises there is no key change among them: then a row's
+    lineage is its segment within one key, and every pass is one window over the key (no pointer jumping,
+    no checkpoint; ``_versions_in_place``); ``truncates=False`` promises there is no truncate either, and
+    then each event is one touch of one key, read in one pass. Returns the versions and the
+    pointer-jumping rounds it took."""
+    seq = ["__lsn", "__pos"]
+    by_key = Window.partitionBy("__k").orderBy(*seq, "__tie")
+    if not moves and not truncates and not layout.drops:
+        touches = _touches_in_place(changes, layout, by_key)
+    else:
+        touches = _touches(changes, layout)
+    # per key, in order: a produced image starts a segment unless it continues the image just before it
+    upto = by_key.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    prev_kind = F.lag("__kind").over(by_key)
+    start = (F.col("__kind") == _PRODUCE) & (
+        (F.col("__op") == "insert") | F.col("__move") | F.coalesce(prev_kind != _PRODUCE, F.lit(True))
+    )
+    touches = touches.withColumn("__start", start)
+    # the segment a touch belongs to; for a move's end touch, the segment of the row that moved
+    seg = F.last(F.when(F.col("__start"), F.struct(*seq, "__from")), ignorenulls=True).over(upto)
+    touches = touches.withColumn("__seg", seg).withColumn("__prev_kind", prev_kind)
+    if not moves:
+        return _versions_in_place(touches, layout, by_key), 0
+    touches = touches.withColumn("__prev_lsn", F.lag("__lsn").over(by_key)).localCheckpoint(eager=True)
+    seg_id = F.struct(F.col("__seg.__lsn").alias("__lsn"), F.col("__seg.__pos").alias("__pos"))
+    is_prod = F.col("__kind") == _PRODUCE
+    rounds = 0
+    prod = touches.filter(is_prod)
+    # a segment opened by a move continues the segment the row moved from: chains, resolved to roots
+    move_ends = touches.filter((F.col("__kind") == _END) & F.col("__move")).select(
+        *seq,
+        F.when(F.col("__prev_kind") == _PRODUCE, seg_id).alias("parent"),
+        F.coalesce(F.col("__prev_lsn") == F.col("__lsn"), F.lit(False)).alias("__settled"),
+    )
+    # where a lineage was when its first transaction began: an update of a row the changes do not hold
+    # tells that the row had its old key then, unless the transaction touched that key before
+    origin = (
+        F.when(F.col("__op") == "insert", F.lit(None))
+        .when(F.col("__move"), F.when(F.col("parent").isNull() & ~F.col("__settled"), F.col("__from")))
+        .when(F.coalesce(F.col("__prev_lsn") != F.col("__lsn"), F.lit(True)), F.col("__k"))
+    )
+    starts = (
+        touches.filter("__start")
+        .join(move_ends, seq, "left")
+        .select(F.struct(*seq).alias("node"), "parent", origin.alias("__origin"))
+        .localCheckpoint(eager=True)
+    )
+    roots, rounds = pointer_jump(starts.select("node", "parent"))
+    roots = roots.join(starts.select(F.col("node").alias("root"), "__origin"), "root").withColumnRenamed(
+        "root", "__lineage"
+    )
+    # the touches of a row's life: its images, and the end (delete, move, truncate) of a live image
+    live = touches.filter(is_prod | (F.col("__prev_kind") == _PRODUCE)).withColumn("node", seg_id)
+    live = live.join(roots, "node").drop("node").localCheckpoint(eager=True)
+    prod = live.filter(is_prod)
+    # per lineage and transaction: where the row is after it (NULL: gone) and where it was before it
+    by_lineage = Window.partitionBy("__lineage").orderBy("__lsn")
+    last = F.max_by(F.struct("__kind", "__k"), F.struct("__pos", "__kind"))
+    after = F.when(F.col("__last.__kind") == _PRODUCE, F.col("__last.__k"))
+    steps = (
+        live.groupBy("__lineage", "__lsn")
+        .agg(last.alias("__last"), F.first("__origin").alias("__origin"))
+        .withColumn("__after", after)
+        .withColumn(
+            "__before",
+            F.when(F.lag("__lsn").over(by_lineage).isNull(), F.col("__origin")).otherwise(
+                F.lag("__after").over(by_lineage)
+            ),
+        )
+        .select("__lineage", "__lsn", "__before", "__after")
+    )
+
+    # images: a column absent from an event takes the last value its row's lineage carried
+    lineage = Window.partitionBy("__lineage").orderBy(*seq, "__tie").rowsBetween(Window.unboundedPreceding, 0)
+
+    filled = [_fill(c, layout, lineage) for c in layout.value_names]
+    image = [F.col("__k").getField(k).alias(k) for k in layout.key]
+    prod = prod.select(
+        "__k",
+        "__kind",
+        *seq,
+        "__time",
+        F.struct(*image, *filled).alias("__img"),
+        "__lineage",
+        "__tie",
+    )
+    gone = touches.filter(F.col("__kind") == _END).select(
+        "__k",
+        "__kind",
+        *seq,
+        "__time",
+        F.lit(None).cast(prod.schema["__img"].dataType).alias("__img"),
+        F.lit(None).cast(prod.schema["__lineage"].dataType).alias("__lineage"),
+        "__tie",
+    )
+    states = prod.unionByName(gone)
+    # the state of each key after each transaction: its last touch in the transaction
+    last_in_txn = F.lead("__lsn").over(by_key)
+    states = states.withColumn("__last", last_in_txn.isNull() | (last_in_txn != F.col("__lsn")))
+    states = states.filter("__last").drop("__last", "__pos")
+    by_key_txn = Window.partitionBy("__k").orderBy("__lsn")
+    was = F.lag(F.struct(F.col("__kind"), F.col("__img"))).over(by_key_txn)
+    same = F.coalesce(was.getField("__kind"), F.lit(_END)).eqNullSafe(F.col("__kind")) & was.getField(
+        "__img"
+    ).eqNullSafe(F.col("__img"))
+    kept = states.withColumn("__same", same).filter(~F.col("__same")).drop("__same")
+    nxt = F.lead(F.struct("__kind", "__lsn", "__time")).over(by_key_txn)
+    kept = kept.withColumn("__next", nxt)
+    versions = kept.filter(F.col("__kind") == _PRODUCE)
+    # lineage: where the row was before the version's first transaction and after its last one
+    came = steps.select("__lineage", "__lsn", F.col("__before").alias("__moved_from"))
+    went = steps.select(
+        F.col("__lineage").alias("__l2"),
+        F.col("__lsn").alias("__end"),
+        F.col("__after").alias("__moved_to"),
+    )
+    versions = versions.join(came, ["__lineage", "__lsn"], "left").join(
+        went, (F.col("__lineage") == F.col("__l2")) & (F.col("__next.__lsn") == F.col("__end")), "left"
+    )
+    other = {
+        c: F.when(~F.col(c).eqNullSafe(F.col("__k")), F.col(c)).cast(layout.key_struct_type())
+        for c in ("__moved_from", "__moved_to")
+    }
+    versions = versions.select(
+        *[F.col("__img").getField(c).alias(c) for c in layout.names],
+        F.col("__lsn").alias("__start_lsn"),
+        F.coalesce(F.col("__next.__lsn"), F.lit(MAX_LSN)).alias("__end_lsn"),
+        F.col("__time").alias("__start_time"),
+        F.when(F.col("__next").isNull(), max_time()).otherwise(F.col("__next.__time")).alias("__end_time"),
+        F.col("__next").isNull().alias("__is_current"),
+        F.coalesce(F.col("__next.__kind") == _END, F.lit(False)).alias("__is_deleted"),
+        other["__moved_from"].alias("__moved_from"),
+        other["__moved_to"].alias("__moved_to"),
+    )
+    return versions, rounds
+
+
+def _touches(changes: DataFrame, layout: TableLayout) -> DataFrame:
+    """Every touch of every key (step 1 of the module docstring): produced images, ends, the ends a
+    truncate gives every key, and the refreshes of dropped columns."""
     values = layout.value_names
     key_t = layout.key_struct_type()
     seq = ["__lsn", "__pos"]
@@ -222,134 +363,70 @@ def resolve_versions(changes: DataFrame, layout: TableLayout, moves: bool = True
         held = F.last(F.when(F.col("__op") != "refresh", F.col("__kind")), ignorenulls=True).over(before)
         touches = touches.unionByName(refresh).withColumn("__held", held)
         touches = touches.filter((F.col("__op") != "refresh") | (F.col("__held") == _PRODUCE)).drop("__held")
-    # per key, in order: a produced image starts a segment unless it continues the image just before it
-    by_key = Window.partitionBy("__k").orderBy(*seq, "__tie")
+    return touches
+
+
+def _touches_in_place(changes: DataFrame, layout: TableLayout, by_key: WindowSpec) -> DataFrame:
+    """``_touches`` for changes without key changes, truncates or dropped columns: an insert or update
+    produces its key, a delete ends it, so each event is one touch; an event held twice is kept once."""
+    seq = ["__lsn", "__pos"]
+    produces = F.col("__op").isin("insert", "update")
+    touches = changes.filter(F.col("__op") != "truncate").select(
+        F.when(produces, F.col("__key")).otherwise(F.col("__old_key")).alias("__k"),
+        F.when(produces, F.lit(_PRODUCE)).otherwise(F.lit(_END)).alias("__kind"),
+        *seq,
+        "__time",
+        "__op",
+        F.lit(False).alias("__move"),
+        F.lit(None).cast(layout.key_struct_type()).alias("__from"),
+        F.when(produces, F.col("__present")).alias("__present"),
+        *layout.value_names,
+        F.lit(1).alias("__tie"),
+    )
+    again = F.coalesce(F.lag(F.struct(*seq)).over(by_key) == F.struct(*seq), F.lit(False))
+    touches = touches.filter(F.col("__k").isNotNull()).withColumn("__again", again)
+    return touches.filter(~F.col("__again")).drop("__again")
+
+
+def _fill(c: str, layout: TableLayout, window: WindowSpec, since: Column | None = None) -> Column:
+    """Column ``c`` of an image: the last value of it carried up to this event in ``window`` (since
+    ``since``, a ``(__lsn, __pos)`` struct, when given); a drop of the column in between voids it."""
+    seq = ["__lsn", "__pos"]
+    held = F.struct(F.col(c).alias("v"), F.struct(*seq).alias("at"))
+    last = F.last(F.when(F.array_contains("__present", c), held), ignorenulls=True).over(window)
+    now = F.struct(*seq)
+    void = F.lit(False) if since is None else F.coalesce(last.getField("at") < since, F.lit(True))
+    for lsn, pos, *_ in layout.drops.get(c, ()):
+        point = F.struct(F.lit(lsn).cast("bigint").alias("__lsn"), F.lit(pos).cast("int").alias("__pos"))
+        void = void | ((last.getField("at") < point) & (point <= now))
+    return F.when(~void, last.getField("v")).alias(c)
+
+
+def _versions_in_place(touches: DataFrame, layout: TableLayout, by_key: WindowSpec) -> DataFrame:
+    """``resolve_versions`` for changes without key changes: a row's lineage is its segment, which lies
+    inside one key, so every pass is a window over the key in the same order (one shuffle, one sort, no
+    checkpoint). Images take a column's last value carried since the segment began."""
+    seq = ["__lsn", "__pos"]
     upto = by_key.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    prev_kind = F.lag("__kind").over(by_key)
-    start = (F.col("__kind") == _PRODUCE) & (
-        (F.col("__op") == "insert") | F.col("__move") | F.coalesce(prev_kind != _PRODUCE, F.lit(True))
-    )
-    touches = touches.withColumn("__start", start)
-    # the segment a touch belongs to; for a move's end touch, the segment of the row that moved
-    seg = F.last(F.when(F.col("__start"), F.struct(*seq, "__from")), ignorenulls=True).over(upto)
-    touches = touches.withColumn("__seg", seg).withColumn("__prev_kind", prev_kind)
-    touches = touches.withColumn("__prev_lsn", F.lag("__lsn").over(by_key)).localCheckpoint(eager=True)
-    seg_id = F.struct(F.col("__seg.__lsn").alias("__lsn"), F.col("__seg.__pos").alias("__pos"))
     is_prod = F.col("__kind") == _PRODUCE
-    rounds = 0
-    prod = touches.filter(is_prod)
-    if moves:
-        # a segment opened by a move continues the segment the row moved from: chains, resolved to roots
-        move_ends = touches.filter((F.col("__kind") == _END) & F.col("__move")).select(
-            *seq,
-            F.when(F.col("__prev_kind") == _PRODUCE, seg_id).alias("parent"),
-            F.coalesce(F.col("__prev_lsn") == F.col("__lsn"), F.lit(False)).alias("__settled"),
-        )
-        # where a lineage was when its first transaction began: an update of a row the changes do not hold
-        # tells that the row had its old key then, unless the transaction touched that key before
-        origin = (
-            F.when(F.col("__op") == "insert", F.lit(None))
-            .when(F.col("__move"), F.when(F.col("parent").isNull() & ~F.col("__settled"), F.col("__from")))
-            .when(F.coalesce(F.col("__prev_lsn") != F.col("__lsn"), F.lit(True)), F.col("__k"))
-        )
-        starts = (
-            touches.filter("__start")
-            .join(move_ends, seq, "left")
-            .select(F.struct(*seq).alias("node"), "parent", origin.alias("__origin"))
-            .localCheckpoint(eager=True)
-        )
-        roots, rounds = pointer_jump(starts.select("node", "parent"))
-        roots = roots.join(starts.select(F.col("node").alias("root"), "__origin"), "root").withColumnRenamed(
-            "root", "__lineage"
-        )
-        # the touches of a row's life: its images, and the end (delete, move, truncate) of a live image
-        live = touches.filter(is_prod | (F.col("__prev_kind") == _PRODUCE)).withColumn("node", seg_id)
-        live = live.join(roots, "node").drop("node").localCheckpoint(eager=True)
-        prod = live.filter(is_prod)
-        # per lineage and transaction: where the row is after it (NULL: gone) and where it was before it
-        by_lineage = Window.partitionBy("__lineage").orderBy("__lsn")
-        last = F.max_by(F.struct("__kind", "__k"), F.struct("__pos", "__kind"))
-        after = F.when(F.col("__last.__kind") == _PRODUCE, F.col("__last.__k"))
-        steps = (
-            live.groupBy("__lineage", "__lsn")
-            .agg(last.alias("__last"), F.first("__origin").alias("__origin"))
-            .withColumn("__after", after)
-            .withColumn(
-                "__before",
-                F.when(F.lag("__lsn").over(by_lineage).isNull(), F.col("__origin")).otherwise(
-                    F.lag("__after").over(by_lineage)
-                ),
-            )
-            .select("__lineage", "__lsn", "__before", "__after")
-        )
-    else:
-        prod = prod.withColumn("__lineage", seg_id)
-
-    # images: a column absent from an event takes the last value its row's lineage carried
-    lineage = Window.partitionBy("__lineage").orderBy(*seq, "__tie").rowsBetween(Window.unboundedPreceding, 0)
-
-    def fill(c: str) -> Column:
-        held = F.struct(F.col(c).alias("v"), F.struct(*seq).alias("at"))
-        last = F.last(F.when(F.array_contains("__present", c), held), ignorenulls=True).over(lineage)
-        now = F.struct(*seq)
-        dropped = F.lit(False)  # a drop of the column between the value and this event voids the value
-        for lsn, pos, *_ in layout.drops.get(c, ()):
-            point = F.struct(F.lit(lsn).cast("bigint").alias("__lsn"), F.lit(pos).cast("int").alias("__pos"))
-            dropped = dropped | ((last.getField("at") < point) & (point <= now))
-        return F.when(~dropped, last.getField("v")).alias(c)
-
-    filled = [fill(c) for c in values]
-    image = [F.col("__k").getField(k).alias(k) for k in layout.key]
-    prod = prod.select(
-        "__k",
-        "__kind",
-        *seq,
-        "__time",
-        F.struct(*image, *filled).alias("__img"),
-        "__lineage",
-        "__tie",
+    since = F.struct(F.col("__seg.__lsn").alias("__lsn"), F.col("__seg.__pos").alias("__pos"))
+    image = F.struct(
+        *[F.col("__k").getField(k).alias(k) for k in layout.key],
+        *[_fill(c, layout, upto, since) for c in layout.value_names],
     )
-    gone = touches.filter(F.col("__kind") == _END).select(
-        "__k",
-        "__kind",
-        *seq,
-        "__time",
-        F.lit(None).cast(prod.schema["__img"].dataType).alias("__img"),
-        F.lit(None).cast(prod.schema["__lineage"].dataType).alias("__lineage"),
-        "__tie",
-    )
-    states = prod.unionByName(gone)
-    # the state of each key after each transaction: its last touch in the transaction
-    last_in_txn = F.lead("__lsn").over(by_key)
+    states = touches.select("__k", "__kind", *seq, "__time", "__tie", F.when(is_prod, image).alias("__img"))
+    last_in_txn = F.lead("__lsn").over(by_key)  # the state after a transaction: its last touch of the key
     states = states.withColumn("__last", last_in_txn.isNull() | (last_in_txn != F.col("__lsn")))
-    states = states.filter("__last").drop("__last", "__pos")
-    by_key_txn = Window.partitionBy("__k").orderBy("__lsn")
-    was = F.lag(F.struct(F.col("__kind"), F.col("__img"))).over(by_key_txn)
+    states = states.filter("__last").drop("__last")
+    was = F.lag(F.struct(F.col("__kind"), F.col("__img"))).over(by_key)
     same = F.coalesce(was.getField("__kind"), F.lit(_END)).eqNullSafe(F.col("__kind")) & was.getField(
         "__img"
     ).eqNullSafe(F.col("__img"))
     kept = states.withColumn("__same", same).filter(~F.col("__same")).drop("__same")
-    nxt = F.lead(F.struct("__kind", "__lsn", "__time")).over(by_key_txn)
-    kept = kept.withColumn("__next", nxt)
-    versions = kept.filter(F.col("__kind") == _PRODUCE)
-    if moves:
-        # lineage: where the row was before the version's first transaction and after its last one
-        came = steps.select("__lineage", "__lsn", F.col("__before").alias("__moved_from"))
-        went = steps.select(
-            F.col("__lineage").alias("__l2"),
-            F.col("__lsn").alias("__end"),
-            F.col("__after").alias("__moved_to"),
-        )
-        versions = versions.join(came, ["__lineage", "__lsn"], "left").join(
-            went, (F.col("__lineage") == F.col("__l2")) & (F.col("__next.__lsn") == F.col("__end")), "left"
-        )
-        other = {
-            c: F.when(~F.col(c).eqNullSafe(F.col("__k")), F.col(c)).cast(key_t)
-            for c in ("__moved_from", "__moved_to")
-        }
-    else:
-        other = {c: F.lit(None).cast(key_t) for c in ("__moved_from", "__moved_to")}
-    versions = versions.select(
+    nxt = F.lead(F.struct("__kind", "__lsn", "__time")).over(by_key)
+    versions = kept.withColumn("__next", nxt).filter(is_prod)
+    key_t = layout.key_struct_type()
+    return versions.select(
         *[F.col("__img").getField(c).alias(c) for c in layout.names],
         F.col("__lsn").alias("__start_lsn"),
         F.coalesce(F.col("__next.__lsn"), F.lit(MAX_LSN)).alias("__end_lsn"),
@@ -357,10 +434,9 @@ def resolve_versions(changes: DataFrame, layout: TableLayout, moves: bool = True
         F.when(F.col("__next").isNull(), max_time()).otherwise(F.col("__next.__time")).alias("__end_time"),
         F.col("__next").isNull().alias("__is_current"),
         F.coalesce(F.col("__next.__kind") == _END, F.lit(False)).alias("__is_deleted"),
-        other["__moved_from"].alias("__moved_from"),
-        other["__moved_to"].alias("__moved_to"),
+        F.lit(None).cast(key_t).alias("__moved_from"),
+        F.lit(None).cast(key_t).alias("__moved_to"),
     )
-    return versions, rounds
 
 
 def collapse_untracked(versions: DataFrame, layout: TableLayout) -> DataFrame:

@@ -1004,6 +1004,11 @@ def _step(table: str, name: str) -> Iterator[None]:
     log.debug("%s: %s took %.2f s", table, name, time.perf_counter() - start)
 
 
+def _is_move() -> Column:
+    """A change row that changes its row's key."""
+    return (F.col("__op") == "update") & ~F.col("__old_key").eqNullSafe(F.col("__key"))
+
+
 def _key_hash(col: Column) -> Column:
     return F.when(col.isNotNull(), F.xxhash64(col))
 
@@ -1067,13 +1072,16 @@ def _apply_table(
     )
     rounds = 0
     with _step(name, "affected keys"):
-        moves = all_changes.filter(
-            (F.col("__op") == "update") & ~F.col("__old_key").eqNullSafe(F.col("__key"))
-        ).select(
+        moves = all_changes.filter(_is_move()).select(
             "__lsn", "__pos", _key_hash(F.col("__old_key")).alias("u"), _key_hash(F.col("__key")).alias("v")
         )
         moves = moves.filter(F.col("u").isNotNull() & F.col("v").isNotNull())
-        has_moves = not moves.isEmpty()
+        held = all_changes.agg(  # one pass: does the store hold a key change, a truncate?
+            F.count(F.when(_is_move(), 1)).alias("moves"),
+            F.count(F.when(F.col("__op") == "truncate", 1)).alias("truncates"),
+        ).first()
+        has_moves = bool(held and held["moves"])
+        has_truncates = bool(held and held["truncates"])
         dropped = any(e["change"] == "dropped" for e in layout.schema_log)  # rows held then lose the column
         if meta["truncates"] or rekeyed or adopted or dropped:
             affected = None  # a truncate touches every key; a new key changes every key
@@ -1098,7 +1106,7 @@ def _apply_table(
             )
         changes = changes.localCheckpoint(eager=True)
     with _step(name, "resolve"):
-        versions, jump_rounds = resolve_versions(changes, layout, moves=has_moves)
+        versions, jump_rounds = resolve_versions(changes, layout, moves=has_moves, truncates=has_truncates)
         rounds += jump_rounds
         if layout.track:
             versions = collapse_untracked(versions, layout)
@@ -1115,7 +1123,10 @@ def _apply_table(
         with _step(name, "read history"):
             hist = of_affected(history)
         h_cols = list(history.toDF().columns)
-        hist_changes = _diff(versions, hist, h_cols, ["__kh", "__start_lsn"], [*layout.key, "__start_lsn"])
+        with _step(name, "diff history"):
+            hist_changes = _diff(
+                versions, hist, h_cols, ["__kh", "__start_lsn"], [*layout.key, "__start_lsn"]
+            ).localCheckpoint(eager=True)
     if snapshot is not None:
         s_cols = snapshot.toDF().columns
         current = versions.filter("__is_current").select("__kh", *s_cols)
@@ -1123,7 +1134,10 @@ def _apply_table(
         # leaves them apart, and only a diff against the snapshot's own rows completes it
         with _step(name, "read snapshot"):
             was_current = of_affected(snapshot).select("__kh", *s_cols)
-        snap_changes = _diff(current, was_current, s_cols, ["__kh"], list(layout.key))
+        with _step(name, "diff snapshot"):
+            snap_changes = _diff(current, was_current, s_cols, ["__kh"], list(layout.key)).localCheckpoint(
+                eager=True
+            )
     with _step(name, "counts"):
         counts = _counts(rows, changes, hist_changes, snap_changes, layout)
     if history is not None and hist_changes is not None and counts.get("h_total"):
@@ -1359,8 +1373,7 @@ def _counts(
         .distinct()
         .select(F.lit("late").alias("name"))
     )
-    is_move = (F.col("__op") == "update") & ~F.col("__old_key").eqNullSafe(F.col("__key"))
-    labels = rows.dropDuplicates(["__lsn", "__pos"]).filter(is_move).select(F.lit("moved").alias("name"))
+    labels = rows.dropDuplicates(["__lsn", "__pos"]).filter(_is_move()).select(F.lit("moved").alias("name"))
     for prefix, diff in (("h_", hist), ("s_", snap)):
         if diff is not None:
             labels = labels.union(diff.select(F.concat(F.lit(prefix), "__action"))).union(
