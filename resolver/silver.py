@@ -52,7 +52,9 @@ __all__ = ["BatchPlan", "apply_changes", "history_path", "plan_changes", "schema
 
 log = logging.getLogger(__name__)
 
-SILVER_PROPERTIES = {"delta.enableChangeDataFeed": "true"}
+#: change data feed for readers downstream; deletion vectors so that a MERGE marks the rows it replaces
+#: instead of rewriting every file they are in (merge-on-read: OPTIMIZE / ``resolver optimize`` purges)
+SILVER_PROPERTIES = {"delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": "true"}
 _PARALLEL_TABLES = 4
 KEY_PROPERTY = "resolver.key"
 KEY_SOURCE_PROPERTY = "resolver.keySource"
@@ -1384,8 +1386,10 @@ def _counts(
 
 
 def _merge(target: DeltaTable, changes: DataFrame, key: list[str], cols: list[str]) -> None:
-    """One MERGE applying ``changes`` (with ``__action``) to ``target``, matching on ``key`` null-safely."""
-    on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key)
+    """One MERGE applying ``changes`` (with ``__action``) to ``target``, matching on ``key`` null-safely.
+    The condition also bounds the target's key columns by the changes' key range (``_key_bounds``), as
+    literals Delta can skip files with (a join condition alone prunes nothing)."""
+    on = " AND ".join([*_key_bounds(changes, key), *[f"t.`{k}` <=> s.`{k}`" for k in key]])
     values: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in cols}
     (
         target.alias("t")
@@ -1395,6 +1399,47 @@ def _merge(target: DeltaTable, changes: DataFrame, key: list[str], cols: list[st
         .whenNotMatchedInsert("s.__action = 'insert'", values)
         .execute()
     )
+
+
+_BOUNDED = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.StringType, T.DateType)
+
+
+def _key_bounds(changes: DataFrame, key: list[str]) -> list[str]:
+    """``t.k BETWEEN lo AND hi`` (or ``IS NULL``) for each integral, string or date key column, from one
+    small aggregate over ``changes`` (the batch's diff, already materialized)."""
+    types = {f.name: f.dataType for f in changes.schema.fields}
+    bounded = [k for k in key if isinstance(types.get(k), _BOUNDED)]
+    if not bounded:
+        return []
+    aggs = [
+        agg
+        for i, k in enumerate(bounded)
+        for agg in (
+            F.min(k).alias(f"lo{i}"),
+            F.max(k).alias(f"hi{i}"),
+            F.max(F.col(k).isNull()).alias(f"null{i}"),
+        )
+    ]
+    row = changes.agg(*aggs).first()
+    out = []
+    for i, k in enumerate(bounded):
+        if row is None or row[f"null{i}"] is None:  # no changes: nothing to bound
+            return []
+        lo, hi, nulls = row[f"lo{i}"], row[f"hi{i}"], row[f"null{i}"]
+        parts = [f"t.`{k}` BETWEEN {_literal(lo)} AND {_literal(hi)}"] if lo is not None else []
+        if nulls:
+            parts.append(f"t.`{k}` IS NULL")
+        out.append("(" + " OR ".join(parts) + ")")
+    return out
+
+
+def _literal(value: Any) -> str:
+    """A key value as a Spark SQL literal (the types of ``_BOUNDED``)."""
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if isinstance(value, int):
+        return str(value)
+    return f"DATE'{value.isoformat()}'"
 
 
 def _bad_values(rows: DataFrame, layout: TableLayout) -> DataFrame:

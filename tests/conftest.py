@@ -19,10 +19,22 @@ def spark() -> Iterator[SparkSession]:
         "resolver-tests",
         spark__sql__shuffle__partitions="2",
         spark__default__parallelism="2",
-        spark__driver__memory="2g",
+        spark__driver__memory="4g",
     )
     yield session
     session.stop()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_spark_memory() -> Iterator[None]:
+    """After each test module, drop what a long run would otherwise pile up in the one driver JVM: Delta's
+    cached logs and snapshots of every table the module made (thousands over the suite), and cached data.
+    Without it the full suite ran the driver into garbage-collection thrash near its end."""
+    yield
+    session = SparkSession.getActiveSession()
+    if session is not None:
+        session._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()  # type: ignore[union-attr]  # noqa: SLF001
+        session.catalog.clearCache()
 
 
 @pytest.fixture
