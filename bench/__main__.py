@@ -59,6 +59,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--goals", default=",".join(GOALS), help="comma-separated goals to run (default: all)")
     p.add_argument("--tmpdir", default=None, help="where to put the lakes (default: the system temp dir)")
     p.add_argument("--keep", action="store_true", help="keep the generated lakes and files")
+    p.add_argument(
+        "--results", default=RESULTS, help="the Markdown file to write (default: bench/RESULTS.md)"
+    )
     args = p.parse_args(argv)
     wanted = [g.strip().upper() for g in args.goals.split(",") if g.strip()]
     unknown = [g for g in wanted if g not in GOALS]
@@ -115,8 +118,8 @@ def main(argv: list[str] | None = None) -> None:
                 if d:
                     print(f"  {d}")
         command = "python -m bench" + "".join(f" {a}" for a in (sys.argv[1:] if argv is None else argv))
-        _write(goals, table, refused, lines, command, scale.name, machine_line(), wall, loads)
-        print(f"\nwall time {wall / 60:.1f} min; wrote {RESULTS}")
+        _write(goals, table, refused, lines, command, scale.name, machine_line(), wall, loads, args.results)
+        print(f"\nwall time {wall / 60:.1f} min; wrote {args.results}")
     finally:
         if args.keep:
             print(f"kept {work}")
@@ -146,6 +149,7 @@ def _write(
     machine: str,
     wall: float,
     loads: list[float],
+    path: str = RESULTS,
 ) -> None:
     md = [
         "# Resolver benchmarks: goals of issue 6",
@@ -177,7 +181,7 @@ def _write(
         md += ["## Baselines not timed (their check against ours failed)", ""]
         md += [f"- {name}: {why}" for name, why in refused.items()]
         md.append("")
-    with open(RESULTS, "w", encoding="utf-8") as fh:
+    with open(path, "w", encoding="utf-8") as fh:
         fh.write("\n".join(md))
 
 

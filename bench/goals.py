@@ -93,10 +93,11 @@ def _rewrites(run: Run) -> str:
 
 
 _NO_SKIPPING = (
-    "The resolver's MERGEs match on `t.id <=> s.id` alone, which lets Delta skip no file, the silver tables "
-    "have no deletion vectors (copy-on-write rewrites every touched file), and each batch reads the whole "
-    "change store and history to find the affected keys (a semi-join on `xxhash64` of the key, which file "
-    "statistics cannot skip)"
+    "The resolver's MERGEs bound the target's key columns by the batch's key range (literal BETWEENs Delta "
+    "skips files with) and the silver tables have deletion vectors (a MERGE marks replaced rows instead of "
+    "rewriting their files), but each batch still reads the whole change store, history and snapshot to "
+    "find and diff the affected keys (a semi-join on `xxhash64` of the key, which file statistics cannot "
+    "skip)"
 )
 
 
@@ -262,9 +263,9 @@ class Bench:
                     ],
                     why=f"Ours: {_rewrites(ours[-1])}; {name}: {_rewrites(theirs[-1])}. Ours also keeps the "
                     "snapshot and the change store and resolves from the store, a fixed job count on top of "
-                    f"the same full-history MERGE. {_NO_SKIPPING}. What would move it: a history MERGE "
-                    "restricted to current rows (an `__end_lsn` literal) and to the batch's key range, "
-                    "deletion vectors, and fewer jobs per batch.",
+                    f"the same history MERGE. {_NO_SKIPPING}. What would move it: reading the history and "
+                    "snapshot with the same key-range literals (and an `__end_lsn` literal for open "
+                    "versions), and fewer jobs per batch.",
                 )  # fmt: skip
             )
         return out
@@ -338,10 +339,10 @@ class Bench:
             _ok(ratio, "<= 2"),
             [_runs_text("resolve_versions", a), _runs_text("groupBy + max_by", b)],
             why=f"resolve_versions ran {statistics.median(r.jobs for r in a):.0f} jobs against "
-            f"{statistics.median(r.jobs for r in b):.0f}: several window passes (per key, per lineage, per "
-            "transaction) with a local checkpoint in between, where max_by is one partial aggregate. What "
-            "would move it: a fast path for batches with no key changes and no absent columns (the last "
-            "image per key and transaction with max_by, version ends from one lead()).",
+            f"{statistics.median(r.jobs for r in b):.0f}. Changes without key changes or truncates take the "
+            "one-window path (`resolve._versions_in_place`: one shuffle, one sort by key and commit, every "
+            "window function in that order), where max_by is one partial hash aggregate; the sort is what "
+            "remains. What would move it: an aggregate-only path for keys touched once.",
         )
 
     def g5_chains(self) -> list[Goal]:
