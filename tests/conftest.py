@@ -28,13 +28,17 @@ def spark() -> Iterator[SparkSession]:
 @pytest.fixture(autouse=True, scope="module")
 def _release_spark_memory() -> Iterator[None]:
     """After each test module, drop what a long run would otherwise pile up in the one driver JVM: Delta's
-    cached logs and snapshots of every table the module made (thousands over the suite), and cached data.
-    Without it the full suite ran the driver into garbage-collection thrash near its end."""
+    cached logs and snapshots of every table the module made (thousands over the suite), cached data, and
+    the blocks of the local checkpoints the module's applies made (no DataFrame outlives its module: the
+    session-scoped fixtures hold none). With a 2g driver and none of this, the full suite ran the driver
+    into garbage-collection thrash near its end."""
     yield
     session = SparkSession.getActiveSession()
     if session is not None:
         session._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()  # type: ignore[union-attr]  # noqa: SLF001
         session.catalog.clearCache()
+        for rdd in list(session.sparkContext._jsc.getPersistentRDDs().values()):  # noqa: SLF001
+            rdd.unpersist(False)
 
 
 @pytest.fixture
