@@ -95,8 +95,8 @@ def expected_tables(db: PgDatabase) -> dict[str, list[dict[str, str | None]]]:
         columns = [
             row[0]
             for row in db.query(
-                "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = %s"
-                " ORDER BY ordinal_position",
+                "SELECT column_name FROM information_schema.columns"
+                " WHERE table_schema = %s AND table_name = %s ORDER BY ordinal_position",
                 (schema, table),
             )
         ]
