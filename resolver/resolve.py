@@ -253,19 +253,8 @@ def resolve_versions(
         "__tie",
     )
     states = prod.unionByName(gone)
-    # the state of each key after each transaction: its last touch in the transaction
-    last_in_txn = F.lead("__lsn").over(by_key)
-    states = states.withColumn("__last", last_in_txn.isNull() | (last_in_txn != F.col("__lsn")))
-    states = states.filter("__last").drop("__last", "__pos")
     by_key_txn = Window.partitionBy("__k").orderBy("__lsn")
-    was = F.lag(F.struct(F.col("__kind"), F.col("__img"))).over(by_key_txn)
-    same = F.coalesce(was.getField("__kind"), F.lit(_END)).eqNullSafe(F.col("__kind")) & was.getField(
-        "__img"
-    ).eqNullSafe(F.col("__img"))
-    kept = states.withColumn("__same", same).filter(~F.col("__same")).drop("__same")
-    nxt = F.lead(F.struct("__kind", "__lsn", "__time")).over(by_key_txn)
-    kept = kept.withColumn("__next", nxt)
-    versions = kept.filter(F.col("__kind") == _PRODUCE)
+    versions = _state_changes(states, by_key, by_key_txn).drop("__pos")
     # lineage: where the row was before the version's first transaction and after its last one
     came = steps.select("__lineage", "__lsn", F.col("__before").alias("__moved_from"))
     went = steps.select(
@@ -402,6 +391,23 @@ def _fill(c: str, layout: TableLayout, window: WindowSpec, since: Column | None 
     return F.when(~void, last.getField("v")).alias(c)
 
 
+def _state_changes(states: DataFrame, by_key: WindowSpec, by_txn: WindowSpec) -> DataFrame:
+    """The versions among a key's states (step 4 of the module docstring): the state after each
+    transaction (its last touch of the key, in ``by_key`` order), consecutive equal states collapsed (in
+    ``by_txn``, any order of the key's transactions), and each image that remains with the next state
+    change (``__next``: kind, LSN, time)."""
+    last_in_txn = F.lead("__lsn").over(by_key)
+    states = states.withColumn("__last", last_in_txn.isNull() | (last_in_txn != F.col("__lsn")))
+    states = states.filter("__last").drop("__last")
+    was = F.lag(F.struct(F.col("__kind"), F.col("__img"))).over(by_txn)
+    same = F.coalesce(was.getField("__kind"), F.lit(_END)).eqNullSafe(F.col("__kind")) & was.getField(
+        "__img"
+    ).eqNullSafe(F.col("__img"))
+    kept = states.withColumn("__same", same).filter(~F.col("__same")).drop("__same")
+    nxt = F.lead(F.struct("__kind", "__lsn", "__time")).over(by_txn)
+    return kept.withColumn("__next", nxt).filter(F.col("__kind") == _PRODUCE)
+
+
 def _versions_in_place(touches: DataFrame, layout: TableLayout, by_key: WindowSpec) -> DataFrame:
     """``resolve_versions`` for changes without key changes: a row's lineage is its segment, which lies
     inside one key, so every pass is a window over the key in the same order (one shuffle, one sort, no
@@ -415,16 +421,7 @@ def _versions_in_place(touches: DataFrame, layout: TableLayout, by_key: WindowSp
         *[_fill(c, layout, upto, since) for c in layout.value_names],
     )
     states = touches.select("__k", "__kind", *seq, "__time", "__tie", F.when(is_prod, image).alias("__img"))
-    last_in_txn = F.lead("__lsn").over(by_key)  # the state after a transaction: its last touch of the key
-    states = states.withColumn("__last", last_in_txn.isNull() | (last_in_txn != F.col("__lsn")))
-    states = states.filter("__last").drop("__last")
-    was = F.lag(F.struct(F.col("__kind"), F.col("__img"))).over(by_key)
-    same = F.coalesce(was.getField("__kind"), F.lit(_END)).eqNullSafe(F.col("__kind")) & was.getField(
-        "__img"
-    ).eqNullSafe(F.col("__img"))
-    kept = states.withColumn("__same", same).filter(~F.col("__same")).drop("__same")
-    nxt = F.lead(F.struct("__kind", "__lsn", "__time")).over(by_key)
-    versions = kept.withColumn("__next", nxt).filter(is_prod)
+    versions = _state_changes(states, by_key, by_key)  # one order: no second sort
     key_t = layout.key_struct_type()
     return versions.select(
         *[F.col("__img").getField(c).alias(c) for c in layout.names],
