@@ -168,10 +168,11 @@ def _run_optimize(table: DeltaTable, zorder: list[str]) -> Row:
 
 def _zordered(table: DeltaTable, zorder: list[str]) -> bool:
     """Whether the table's last commit that wrote data is an OPTIMIZE Z-ordered by ``zorder`` (vacuum's
-    commits write none): Z-ordering it again would rewrite every file for nothing."""
+    and table-property commits write none, e.g. a change store's ``resolver.appliedVersion`` marker):
+    Z-ordering it again would rewrite every file for nothing."""
     recent = table.history(_RECENT).select("operation", "operationParameters").collect()
     for commit in recent:
-        if commit["operation"] not in ("VACUUM START", "VACUUM END"):
+        if commit["operation"] not in ("VACUUM START", "VACUUM END", "SET TBLPROPERTIES"):
             by = (commit["operationParameters"] or {}).get("zOrderBy", "[]")
             return bool(commit["operation"] == "OPTIMIZE" and json.loads(by) == zorder)
     return False

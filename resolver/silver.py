@@ -22,7 +22,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -60,6 +60,11 @@ KEY_PROPERTY = "resolver.key"
 KEY_SOURCE_PROPERTY = "resolver.keySource"
 SCHEMA_VERSION_PROPERTY = "resolver.schemaVersion"
 DROPS_PROPERTY = "resolver.droppedAt"
+#: on the change store: its version the silver tables were last brought up to, set in the store's own
+#: commit right after it (the last write of a batch), so a re-applied batch finds nothing to do cheaply
+APPLIED_PROPERTY = "resolver.appliedVersion"
+#: on the change store, in the same commit: whether the store held a key change, a truncate, at that version
+HOLDS_PROPERTY = "resolver.holds"
 SCHEMA_LOG_SCHEMA = T.StructType(
     [
         T.StructField("table", T.StringType()),
@@ -655,6 +660,8 @@ def _layout(
         extra={
             **was,
             "version": str(version),
+            "applied": props.get(APPLIED_PROPERTY, ""),
+            "holds": props.get(HOLDS_PROPERTY, ""),
             "drops_was": json.dumps(json.loads(props.get(DROPS_PROPERTY, "{}")), sort_keys=True)
             if props.get(DROPS_PROPERTY)
             else "",
@@ -1044,7 +1051,16 @@ def _apply_table(
     if meta["lo"] is not None:
         condition = f"t.__lsn BETWEEN {int(meta['lo'])} AND {int(meta['hi'])} AND " + condition
     with _step(name, "store merge"):
-        delta.insert_new(store, batch, condition)
+        inserted, store_version = delta.insert_new(store, batch, condition)
+    applied = layout.extra.get("applied", "")
+    # the marker's key-change and truncate flags still describe the store before this batch's rows
+    flags_hold = applied.isdigit() and int(applied) + 1 == store_version - (1 if inserted else 0)
+    if (
+        applied.isdigit()
+        and int(applied) + 1 == store_version  # nothing was committed to the store since the marker
+        and not (rekeyed or adopted or layout.rescan or layout.schema_log)
+    ):  # every event of the batch is in the store, and the silver tables hold all the store has
+        return _already_applied(rows, layout, meta, store_version)
 
     all_changes = store.toDF()
     found = _rescan_drops(all_changes, layout) if layout.rescan else {}
@@ -1078,17 +1094,24 @@ def _apply_table(
             "__lsn", "__pos", _key_hash(F.col("__old_key")).alias("u"), _key_hash(F.col("__key")).alias("v")
         )
         moves = moves.filter(F.col("u").isNotNull() & F.col("v").isNotNull())
-        held = all_changes.agg(  # one pass: does the store hold a key change, a truncate?
-            F.count(F.when(_is_move(), 1)).alias("moves"),
-            F.count(F.when(F.col("__op") == "truncate", 1)).alias("truncates"),
-        ).first()
-        has_moves = bool(held and held["moves"])
-        has_truncates = bool(held and held["truncates"])
+        holds = json.loads(layout.extra.get("holds") or "{}")
+        if flags_hold and not found and {"moves", "truncates"} <= holds.keys():  # the flags and the batch
+            has_moves = bool(holds["moves"]) or not rows.filter(_is_move()).isEmpty()
+            has_truncates = bool(holds["truncates"] or meta["truncates"] or adopted)
+        else:
+            held = all_changes.agg(  # one pass: does the store hold a key change, a truncate?
+                F.count(F.when(_is_move(), 1)).alias("moves"),
+                F.count(F.when(F.col("__op") == "truncate", 1)).alias("truncates"),
+            ).first()
+            has_moves = bool(held and held["moves"])
+            has_truncates = bool(held and held["truncates"])
         dropped = any(e["change"] == "dropped" for e in layout.schema_log)  # rows held then lose the column
+        ranges: list[KeyRange] = []  # the affected keys' range, as literals Delta skips files with
         if meta["truncates"] or rekeyed or adopted or dropped:
             affected = None  # a truncate touches every key; a new key changes every key
-        elif not has_moves:
+        elif not has_moves:  # the affected keys are the batch's own
             affected = touched.localCheckpoint(eager=True)
+            ranges = _key_ranges(_keys_of(rows, layout.key), layout.key)
         else:
             comps, rounds = linked_keys(moves)
             hit = comps.join(touched, "node", "left_semi").select("comp").distinct()
@@ -1099,14 +1122,22 @@ def _apply_table(
             changes = all_changes
         else:  # one scan: each change under both of its keys, kept once if either is affected
             nodes = F.explode(F.array(_key_hash(F.col("__key")), _key_hash(F.col("__old_key"))))
-            changes = (
-                all_changes.withColumn("node", nodes)
-                .join(F.broadcast(affected), "node", "left_semi")
-                .drop("node")
-                .union(all_changes.filter(F.col("__op") == "truncate"))
-                .dropDuplicates(seq)
-            )
+            held_changes = all_changes
+            if ranges:  # no key changes: a change of an affected key names it under __key or __old_key
+                held_changes = held_changes.filter(
+                    " OR ".join(
+                        "(" + " AND ".join(_range_sql(ranges, prefix)) + ")"
+                        for prefix in ("`__key`.", "`__old_key`.")
+                    )
+                )
+            changes = held_changes.withColumn("node", nodes).join(F.broadcast(affected), "node", "left_semi")
+            changes = changes.drop("node")
+            if has_truncates:  # a held truncate ends the versions of every key before it
+                changes = changes.union(all_changes.filter(F.col("__op") == "truncate"))
+            changes = changes.dropDuplicates(seq)
         changes = changes.localCheckpoint(eager=True)
+        if affected is not None and has_moves:  # every affected key is named by one of its changes
+            ranges = _key_ranges(_keys_of(changes, layout.key), layout.key)
     with _step(name, "resolve"):
         versions, jump_rounds = resolve_versions(changes, layout, moves=has_moves, truncates=has_truncates)
         rounds += jump_rounds
@@ -1115,10 +1146,13 @@ def _apply_table(
         versions = versions.withColumn("__kh", _key_hash(F.struct(*layout.key))).localCheckpoint(eager=True)
 
     def of_affected(table: DeltaTable) -> DataFrame:
-        df = table.toDF().withColumn("__kh", _key_hash(F.struct(*layout.key)))
+        df = table.toDF()
+        for bound in _range_sql(ranges, ""):
+            df = df.filter(bound)
+        df = df.withColumn("__kh", _key_hash(F.struct(*layout.key)))
         if affected is not None:
             df = df.join(affected, F.col("__kh") == F.col("node"), "left_semi")
-        return df.localCheckpoint(eager=True)
+        return df
 
     hist_changes = snap_changes = None
     if history is not None:
@@ -1144,14 +1178,15 @@ def _apply_table(
         counts = _counts(rows, changes, hist_changes, snap_changes, layout)
     if history is not None and hist_changes is not None and counts.get("h_total"):
         with _step(name, "history merge"):
-            _merge(history, hist_changes, [*layout.key, "__start_lsn"], h_cols)
+            _merge(history, hist_changes, [*layout.key, "__start_lsn"], h_cols, ranges)
     if snapshot is not None and snap_changes is not None and counts.get("s_total"):
         with _step(name, "snapshot merge"):
-            _merge(snapshot, snap_changes, list(layout.key), s_cols)
+            _merge(snapshot, snap_changes, list(layout.key), s_cols, ranges)
     bad = _bad_values(rows, layout) if counts.get("bad") else None
+    store_props = {}
     if layout.schema_log and layout.extra["key"]:  # existing tables now have this schema version
+        store_props[SCHEMA_VERSION_PROPERTY] = layout.extra["version"]
         for path, kept in (
-            (changes_path(lake, name), True),
             (history_path(lake, name), history is not None),
             (snapshot_path(lake, name), snapshot is not None),
         ):
@@ -1159,7 +1194,12 @@ def _apply_table(
                 _set_properties(spark, path, {SCHEMA_VERSION_PROPERTY: layout.extra["version"]})
     drops = json.dumps(layout.drop_state, sort_keys=True) if layout.drop_state else ""
     if drops and drops != layout.extra.get("drops_was"):
-        _set_properties(spark, changes_path(lake, name), {DROPS_PROPERTY: drops})
+        store_props[DROPS_PROPERTY] = drops
+    # the batch's last write: the silver tables now hold everything the store held at store_version
+    # (the store takes no other commit during a batch; a commit by anyone else only makes the marker stale)
+    store_props[APPLIED_PROPERTY] = str(store_version)
+    store_props[HOLDS_PROPERTY] = json.dumps({"moves": has_moves, "truncates": has_truncates})
+    _set_properties(spark, changes_path(lake, name), store_props)
     return TableSummary(
         table=layout.table,
         events=meta["events"],
@@ -1174,6 +1214,37 @@ def _apply_table(
         rounds=rounds,
         notes=list(layout.notes),
     ), bad
+
+
+def _already_applied(
+    rows: DataFrame, layout: TableLayout, meta: dict[str, Any], store_version: int
+) -> tuple[TableSummary, DataFrame | None]:
+    """The summary of a batch whose every event the store already held, with silver up to date: the
+    batch's own moves and bad values (one small aggregate), nothing resolved or written. Its bad values
+    are sent to the quarantine again, which keeps one record per file, line and reason."""
+    got = rows.agg(
+        F.count_distinct(F.when(_is_move(), F.struct("__lsn", "__pos"))).alias("moved"),
+        F.sum(F.when(F.col("__bad").isNotNull(), F.size("__bad"))).alias("bad"),
+    ).first()
+    moved, bad = (int(got["moved"] or 0), int(got["bad"] or 0)) if got else (0, 0)
+    note = (
+        f"every event was already applied (change store version {store_version}, silver tables up to "
+        "date): nothing to resolve"
+    )
+    return TableSummary(
+        table=layout.table,
+        events=meta["events"],
+        skipped=meta["skipped"],
+        inserted=0,
+        updated=0,
+        deleted=0,
+        moved=moved,
+        late=0,
+        versions_written=0,
+        bad_values=bad,
+        rounds=0,
+        notes=[*layout.notes, note],
+    ), (_bad_values(rows, layout) if bad else None)
 
 
 def _empty_summary(table: str, meta: dict[str, Any] | None, error: str | None) -> TableSummary:
@@ -1385,11 +1456,15 @@ def _counts(
     return {r["name"]: int(r["n"]) for r in labels.groupBy("name").agg(F.count("*").alias("n")).collect()}
 
 
-def _merge(target: DeltaTable, changes: DataFrame, key: list[str], cols: list[str]) -> None:
+def _merge(
+    target: DeltaTable, changes: DataFrame, key: list[str], cols: list[str], ranges: list[KeyRange]
+) -> None:
     """One MERGE applying ``changes`` (with ``__action``) to ``target``, matching on ``key`` null-safely.
-    The condition also bounds the target's key columns by the changes' key range (``_key_bounds``), as
-    literals Delta can skip files with (a join condition alone prunes nothing)."""
-    on = " AND ".join([*_key_bounds(changes, key), *[f"t.`{k}` <=> s.`{k}`" for k in key]])
+    The condition also bounds the target's key columns by ``ranges`` (the affected keys' range) or, when
+    there are none, by the changes' own key range (``_key_bounds``), as literals Delta can skip files with
+    (a join condition alone prunes nothing)."""
+    bounds = _range_sql(ranges, "t.") if ranges else _key_bounds(changes, key)
+    on = " AND ".join([*bounds, *[f"t.`{k}` <=> s.`{k}`" for k in key]])
     values: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in cols}
     (
         target.alias("t")
@@ -1405,9 +1480,19 @@ _BOUNDED = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.StringType, T.
 
 
 def _key_bounds(changes: DataFrame, key: list[str]) -> list[str]:
-    """``t.k BETWEEN lo AND hi`` (or ``IS NULL``) for each integral, string or date key column, from one
-    small aggregate over ``changes`` (the batch's diff, already materialized)."""
-    types = {f.name: f.dataType for f in changes.schema.fields}
+    """``t.k BETWEEN lo AND hi`` (or ``IS NULL``) for each integral, string or date key column of
+    ``changes`` (the batch's diff, already materialized), from one small aggregate."""
+    return _range_sql(_key_ranges(changes, key), "t.")
+
+
+KeyRange = tuple[str, Any, Any, bool]
+"""A key column's name, its smallest and largest value, and whether it is ever NULL."""
+
+
+def _key_ranges(df: DataFrame, key: Sequence[str]) -> list[KeyRange]:
+    """The range of each integral, string or date key column of ``df``, from one aggregate; none when
+    ``df`` is empty or no key column has such a type."""
+    types = {f.name: f.dataType for f in df.schema.fields}
     bounded = [k for k in key if isinstance(types.get(k), _BOUNDED)]
     if not bounded:
         return []
@@ -1420,17 +1505,31 @@ def _key_bounds(changes: DataFrame, key: list[str]) -> list[str]:
             F.max(F.col(k).isNull()).alias(f"null{i}"),
         )
     ]
-    row = changes.agg(*aggs).first()
+    row = df.agg(*aggs).first()
+    if row is None or row["null0"] is None:  # no rows: nothing to bound
+        return []
+    return [(k, row[f"lo{i}"], row[f"hi{i}"], bool(row[f"null{i}"])) for i, k in enumerate(bounded)]
+
+
+def _range_sql(ranges: list[KeyRange], prefix: str) -> list[str]:
+    """One condition per range, on the column ``prefix`` + its name (``t.``, ``__key.``)."""
     out = []
-    for i, k in enumerate(bounded):
-        if row is None or row[f"null{i}"] is None:  # no changes: nothing to bound
-            return []
-        lo, hi, nulls = row[f"lo{i}"], row[f"hi{i}"], row[f"null{i}"]
-        parts = [f"t.`{k}` BETWEEN {_literal(lo)} AND {_literal(hi)}"] if lo is not None else []
+    for k, lo, hi, nulls in ranges:
+        name = prefix + "`" + k.replace("`", "``") + "`"
+        parts = [f"{name} BETWEEN {_literal(lo)} AND {_literal(hi)}"] if lo is not None else []
         if nulls:
-            parts.append(f"t.`{k}` IS NULL")
+            parts.append(f"{name} IS NULL")
         out.append("(" + " OR ".join(parts) + ")")
     return out
+
+
+def _keys_of(changes: DataFrame, key: Sequence[str]) -> DataFrame:
+    """Every key ``changes`` name, under ``__key`` or ``__old_key``, as the key columns."""
+    new, old = (
+        changes.filter(F.col(s).isNotNull()).select(*[F.col(s)[k].alias(k) for k in key])
+        for s in ("__key", "__old_key")
+    )
+    return new.union(old)
 
 
 def _literal(value: Any) -> str:

@@ -1,15 +1,17 @@
 """A batch cut short between its writes is completed by applying it again.
 
-``ingest`` writes, per table, the change store, then the history, then the snapshot (three Delta commits),
-and tables are applied on parallel threads, so a crash can leave any table with any prefix of those writes
-done. The state is built from real lakes: one lake after batch 1 ("before") and one after batches 1 and 2
-("after"); the crashed lake is the "after" lake with some of each table's silver tables taken from
-"before", each table cut at a different point. Applying batch 2 again must give exactly the "after" lake,
+``ingest`` writes, per table, the change store, then the history, then the snapshot, then the store's
+``resolver.appliedVersion`` marker (four Delta commits), and tables are applied on parallel threads, so a
+crash can leave any table with any prefix of those writes done. The state is built from real lakes: one
+lake after batch 1 ("before") and one after batches 1 and 2 ("after"); the crashed lake is the "after"
+lake with some of each table's silver tables taken from "before" and its store's last commit (the marker)
+taken off, each table cut at a different point. Applying batch 2 again must give exactly the "after" lake,
 row for row, and what PostgreSQL had.
 (``tests/test_run.py`` kills real runs; this test reaches each state deterministically.)"""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -63,6 +65,7 @@ def test_a_batch_cut_short_between_its_writes_is_completed_by_applying_it_again(
             target = crashed / "silver" / f"{t.qualified}{suffix}"
             shutil.rmtree(target)
             shutil.copytree(before / "silver" / f"{t.qualified}{suffix}", target)
+        _drop_marker(crashed / "_resolver" / "changes" / t.qualified)
     torn = d.collect_silver(spark, crashed, tables)
     for t in tables:  # each table really is behind
         assert d.diff_silver(expected, torn, [t], "crashed"), f"{t.qualified}: batch 2 changed nothing"
@@ -72,3 +75,19 @@ def test_a_batch_cut_short_between_its_writes_is_completed_by_applying_it_again(
     problems = d.diff_silver(expected, got, tables, "completed") + d.check_lake(got, cap.timeline[2], tables)
     labels = "; ".join(f"{t.qualified}: {cut[t.name][0]}" for t in tables)
     assert not problems, f"{labels}:\n" + "\n".join(problems[:20])
+
+
+def _drop_marker(store: Path) -> None:
+    """Take the store's last commit off: the batch's marker, written after its silver tables, which a crash
+    before them never wrote."""
+    log = store / "_delta_log"
+    last = max(log.glob("*.json"), key=lambda p: int(p.stem))
+    commit = [json.loads(line) for line in last.read_text().splitlines()]
+    info = next(a["commitInfo"] for a in commit if "commitInfo" in a)
+    assert info["operation"] == "SET TBLPROPERTIES", f"{last}: {info['operation']}"
+    assert "resolver.appliedVersion" in json.dumps(commit), f"{last}: not the marker"
+    assert not list(log.glob(f"{last.stem}.checkpoint*")), f"{last}: a checkpoint was written at the marker"
+    delta_crc = log / f"{last.stem}.crc"
+    for path in (last, delta_crc):  # with the local file system's hidden checksums of each
+        path.unlink(missing_ok=True)
+        (log / f".{path.name}.crc").unlink(missing_ok=True)
