@@ -97,8 +97,7 @@ _NO_SKIPPING = (
     "The resolver reads the change store, history and snapshot, and MERGEs into them, bounded by the "
     "affected keys' range (literal BETWEENs Delta skips files with), and the silver tables have deletion "
     "vectors (a MERGE marks replaced rows instead of rewriting their files); what remains is a fixed number "
-    "of Spark jobs per batch and one pass over the change store to learn whether it holds key changes or "
-    "truncates"
+    "of Spark jobs per batch"
 )
 
 
@@ -270,8 +269,8 @@ class Bench:
                     f"once-only input. {_NO_SKIPPING}. What bounds it: the fixed job count "
                     "(0.05-0.2 s a job on 2 cores) at a size where the recipe's full rewrite is still "
                     "cheap; the recipe's cost grows with the table (it copied every row), ours with the "
-                    "batch. What would move it: fewer jobs per batch (counts from the MERGE metrics, no "
-                    "store pass when the store is known to hold no key change).",
+                    "batch. What would move it: fewer jobs per batch (counts from the MERGE metrics, one "
+                    "metadata aggregate per batch).",
                 )  # fmt: skip
             )
         return out
@@ -307,13 +306,13 @@ class Bench:
             why=f"The fixed cost: {jobs:.0f} Spark jobs per batch against "
             f"{statistics.median(r.jobs for r in append):.0f} for the append: the batch's metadata "
             "aggregates (3 collects and the store's properties), the change store's insert-only MERGE (5), "
-            "the affected keys and the store's key-change check (about 10), the history and snapshot "
+            "the affected keys and their range (about 5), the history and snapshot "
             "reads and diffs (about 10 each, half of them Delta's own snapshot and file-skipping jobs), a "
             "counts aggregate (7), and two MERGEs with deletion vectors (about 15 each). Three Delta MERGE "
             "commits alone take more than 3x a 100-row append here, so the ratio cannot reach 3 while a "
             "batch writes the store, the history and the snapshot; the job budget of 8-10 is below what "
-            "one Delta MERGE runs. What would move it: counts taken from the MERGE metrics, the store's "
-            "key-change check kept as a table property instead of a pass over the store.",
+            "one Delta MERGE runs. What would move it: counts taken from the MERGE metrics, one "
+            "metadata aggregate per batch.",
         )
 
     def g4_resolution(self) -> Goal:

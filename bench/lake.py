@@ -9,7 +9,9 @@ versions each) directly into the three tables the resolver keeps for a table (``
    (key, key source, schema version, column state);
 2. the rest of the change store is appended (one typed change row per key and version, as
    ``resolver.explode`` writes them), and the history and snapshot are overwritten with every version and
-   every live row, computed with the same formulas as ``bench.workload``.
+   every live row, computed with the same formulas as ``bench.workload``;
+3. the store gets the marker a batch leaves (``resolver.appliedVersion``, ``resolver.holds``), as a lake
+   the resolver kept up to date would have it.
 
 Rows are written in key order (history, snapshot) and commit order (change store), ``ROWS_PER_FILE`` rows
 per file. ``check_seed`` compares a lake seeded this way with one fed the same target through the
@@ -128,6 +130,23 @@ def seed_lake(spark: SparkSession, lake: str, spec: Spec) -> None:
         "id", "val", "name", F.col("lsn").alias("__start_lsn"), F.col("time").alias("__start_time")
     )
     _write(snap, snapshot_path(lake, TABLE), "overwrite")
+    _mark_applied(spark, changes_path(lake, TABLE))
+
+
+def _mark_applied(spark: SparkSession, store: str) -> None:
+    """The marker a resolver batch leaves on the change store (``resolver.silver.APPLIED_PROPERTY``): the
+    silver tables hold the store's current version, which holds no key change or truncate; a lake in
+    steady state has it, so the goals do not time a first batch's pass over the store."""
+    from delta.tables import DeltaTable
+
+    from resolver.silver import APPLIED_PROPERTY, HOLDS_PROPERTY
+
+    version = DeltaTable.forPath(spark, store).history(1).first()["version"]  # type: ignore[index]
+    holds = '{"moves": false, "truncates": false}'
+    spark.sql(
+        f"ALTER TABLE delta.`{store}` SET TBLPROPERTIES "
+        f"('{APPLIED_PROPERTY}' = '{version}', '{HOLDS_PROPERTY}' = '{holds}')"
+    )
 
 
 def _write(df: DataFrame, path: str, mode: str) -> None:
