@@ -137,16 +137,15 @@ def _mark_applied(spark: SparkSession, store: str) -> None:
     """The marker a resolver batch leaves on the change store (``resolver.silver.APPLIED_PROPERTY``): the
     silver tables hold the store's current version, which holds no key change or truncate; a lake in
     steady state has it, so the goals do not time a first batch's pass over the store."""
+    import json
+
     from delta.tables import DeltaTable
 
-    from resolver.silver import APPLIED_PROPERTY, HOLDS_PROPERTY
+    from resolver.silver import APPLIED_PROPERTY, HOLDS_PROPERTY, _set_properties
 
     version = DeltaTable.forPath(spark, store).history(1).first()["version"]  # type: ignore[index]
-    holds = '{"moves": false, "truncates": false}'
-    spark.sql(
-        f"ALTER TABLE delta.`{store}` SET TBLPROPERTIES "
-        f"('{APPLIED_PROPERTY}' = '{version}', '{HOLDS_PROPERTY}' = '{holds}')"
-    )
+    holds = json.dumps({"moves": False, "truncates": False})
+    _set_properties(spark, store, {APPLIED_PROPERTY: str(version), HOLDS_PROPERTY: holds})
 
 
 def _write(df: DataFrame, path: str, mode: str) -> None:
