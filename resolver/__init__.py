@@ -67,5 +67,9 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
+        from resolver.runtime import check_runtime
+
+        check_runtime()  # pyarrow and pandas: one clear line rather than an import error
+
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'resolver' has no attribute {name!r}")

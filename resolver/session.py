@@ -6,7 +6,10 @@ and no library function creates a session.
 
 from __future__ import annotations
 
-from pyspark.sql import SparkSession
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 __all__ = ["local_session"]
 
@@ -41,7 +44,12 @@ def local_session(app_name: str = "resolver", master: str = "local[2]", **conf: 
         spark = local_session()   # e.g. local_session(master="local[8]", spark__driver__memory="8g")
         print(spark.conf.get("spark.sql.session.timeZone"))   # UTC
     """
+    from resolver.runtime import ARROW_PACKAGES, SPARK_PACKAGES, check_runtime
+
+    check_runtime(SPARK_PACKAGES + ARROW_PACKAGES)  # one clear line instead of an import error in a task
     from delta import configure_spark_with_delta_pip
+
+    from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name).master(master)
     settings = dict(_DEFAULTS)
