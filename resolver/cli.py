@@ -162,6 +162,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser, handlers = _parser()
     args = parser.parse_args(argv)
     try:
+        if args.command != "schemas" or getattr(args, "lake", None):  # these run Spark
+            from resolver.runtime import ARROW_PACKAGES, SPARK_PACKAGES, check_runtime
+
+            check_runtime(SPARK_PACKAGES + ARROW_PACKAGES)
         return handlers[args.command](args)
     except LakeBusy as e:
         print(f"resolver: busy: {e}", file=sys.stderr)
