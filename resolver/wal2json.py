@@ -3,8 +3,21 @@
 One call reads one file as a stream of lines and yields, in file order, what each record became:
 an ``Event`` (a ChangeEvent as a dict), a ``Quarantined`` record (raw text + reason), or a
 ``Fragment`` line (part of a format-2 transaction that starts or ends in another file of the batch, see
-``resolver.read``). It never raises on bad input and never holds more than one transaction in memory.
-Every record is validated against the JSON Schemas in ``schemas/wal2json/``, compiled once per process.
+``resolver.read``), or a ``Count``. It never raises on bad input (a line nested deeper than
+``MAX_JSON_DEPTH`` is quarantined before it is decoded; any other failure on one record quarantines that
+record with rule ``reader-error``) and never holds more than one transaction in memory. Every record is
+validated against the JSON Schemas in ``schemas/wal2json/``, compiled once per process.
+
+Every non-blank input line ends in exactly one place, and the items say which lines they stand for:
+a ``Quarantined`` record lines ``line`` … ``last``; a ``Fragment`` its ``line``; a ``Count`` with a ``line``
+lines ``line`` … ``last`` (a transaction read: v1 its object, v2 its B … C; or a message outside any
+transaction). An ``Event``'s ``source_line`` is its change's own line in v2 and its transaction's first
+line in v1. The ranges of quarantined records, fragments, counted transactions and messages outside them,
+and v2 events read without B/C framing, never overlap and cover every non-blank line; inside a v2
+transaction's range, each line other than its B and C is exactly one event, quarantined change or message.
+
+``detect_format`` tells the two formats apart from the first recognisable record of a file's head
+(``file_head`` reads it), for ``resolver.read.resolve_format``.
 
 Ordering (``../shared/reference/wal2json_spec.md`` section 7): a transaction's commit position is the end
 of its commit record: v1 ``nextlsn``, v2 ``nextlsn`` of B and C (the same value in both formats, so the
@@ -15,23 +28,30 @@ two formats give the same events in the same order). ``position`` counts the tra
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator
+from itertools import accumulate, repeat
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 import fastjsonschema
 
 from resolver.models import Format
 
 __all__ = [
-    "Event",
+    "DETECT_LINES",
+    "MAX_JSON_DEPTH",
     "Count",
+    "Event",
+    "FileHead",
     "Fragment",
     "Quarantined",
+    "detect_format",
+    "file_head",
     "format_lsn",
     "parse_lsn",
     "read_lines",
@@ -69,6 +89,50 @@ def _float(s: str) -> _Float:
 _decoder = json.JSONDecoder(parse_int=_int, parse_float=_float)
 
 
+# --- nesting depth ----------------------------------------------------------------------------------
+MAX_JSON_DEPTH = 64
+"""The deepest nesting of arrays and objects a record may have. wal2json's own output nests at most 4 levels
+(v1: transaction, change array, change, oldkeys/pk, their arrays; v2: record, columns array, column). Python's
+JSON decoder recurses once per level and raises ``RecursionError`` near 1,000, so a line of thousands of
+``[`` would otherwise stop the whole Spark task; deeper lines are quarantined (rule ``json-depth``) before
+they are decoded."""
+
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'[]{}"')
+_AS_BRACKETS = bytes.maketrans(b"{}", b"[]")
+_DEPTH_STEP = bytes.maketrans(b"[]", b"\x02\x00")  # minus one below: +1 and -1
+
+
+def _too_deep(text: str) -> bool:
+    """Whether ``text`` nests arrays/objects deeper than ``MAX_JSON_DEPTH`` outside its strings.
+
+    Cheap for every wal2json line: a line with at most that many ``[`` and ``{`` cannot be deeper (one
+    count in C). Otherwise its structure is reduced, in C, to brackets: escapes dropped, everything but
+    brackets and quotes dropped, string contents dropped; then innermost ``[]`` pairs are removed until
+    none are left, one level per pass (a few passes for wal2json's 4 levels). Text that is not well nested
+    (it will fail to decode anyway) is counted out bracket by bracket."""
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
+        return False
+    data = text.encode("utf-8", "surrogatepass")
+    if b"\\" in data:
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    data = data.translate(_AS_BRACKETS, _NOT_STRUCTURE).replace(b'""', b"")
+    if b'"' in data:
+        data = b"".join(data.split(b'"')[::2])  # even pieces are outside strings
+    peeled, levels = data, 0
+    while peeled and levels <= MAX_JSON_DEPTH:
+        shorter = peeled.replace(b"[]", b"")
+        if len(shorter) == len(peeled):
+            break
+        peeled, levels = shorter, levels + 1
+    if not peeled:
+        return levels > MAX_JSON_DEPTH
+    steps = data.translate(_DEPTH_STEP)
+    return max(accumulate(map(int.__sub__, steps, repeat(1)))) > MAX_JSON_DEPTH
+
+
+_DEPTH_REASON = f"JSON nested deeper than {MAX_JSON_DEPTH} levels (rule: json-depth)"
+
+
 def _text(v: Any) -> str | None:
     """The exact text of a scalar JSON value as wal2json printed it."""
     if v is None or isinstance(v, str):
@@ -97,7 +161,7 @@ def _commit_time(ts: str | None) -> datetime | None:
         return None
     try:
         return datetime.fromisoformat(ts).astimezone(UTC)
-    except ValueError:
+    except (ValueError, OverflowError):  # overflow: a time zone that moves it past year 1 or 9999
         raise _Bad(
             f"data.timestamp: found {ts!r}, expected an ISO timestamp such as '2026-11-21 15:58:51.52+00' "
             "(set DateStyle=ISO on the decoding session) (rule: format)"
@@ -126,7 +190,8 @@ def validator(fmt: Format) -> Callable[[Any], Any]:
         return full  # type: ignore[no-any-return]
 
     def validate(obj: Any) -> Any:
-        branch = branches.get(obj.get("action")) if isinstance(obj, dict) else None
+        action = obj.get("action") if isinstance(obj, dict) else None
+        branch = branches.get(action) if isinstance(action, str) else None
         return (branch or full)(obj)
 
     return validate
@@ -160,16 +225,47 @@ class _Bad(Exception):
     """A record that cannot be accepted; its message is the quarantine reason."""
 
 
+def _unexpected(e: BaseException) -> str:
+    """The quarantine reason for a failure the reader has no rule for (one line, the exception named)."""
+    text = " ".join(str(e).split())
+    text = text if len(text) <= 300 else text[:300] + "…"
+    return f"the reader failed on this record: {type(e).__name__}: {text} (rule: reader-error)"
+
+
+def _check_lsns(obj: dict[str, Any]) -> None:
+    """The record's own LSNs are ones PostgreSQL prints (``%X/%X``: at most 8 hex digits each side) and fit
+    the lake's signed 64-bit integers. The framing reads them later: a bad one is this record's fault, so
+    it is found here."""
+    for key in ("lsn", "nextlsn"):
+        value = obj.get(key)
+        if value:
+            hi, _, lo = value.partition("/")
+            if len(hi) > 8 or len(lo) > 8 or (len(hi) == 8 and hi >= "8"):
+                raise _Bad(
+                    f"data.{key}: found {value!r}, expected at most 8 hex digits each side of '/' and a value "
+                    "below 80000000/0 (rule: lsn-range)"
+                )
+
+
 def _parse(text: str, fmt: Format) -> dict[str, Any]:
+    """Decode and validate one record; ``_Bad`` (its message the quarantine reason) whatever goes wrong."""
+    if _too_deep(text):
+        raise _Bad(_DEPTH_REASON)
     try:
         obj = _decoder.decode(text)
+        validator(fmt)(obj)
+        _check_lsns(obj)
     except json.JSONDecodeError as e:
         raise _Bad(f"not JSON: {e.msg} (line {e.lineno}, column {e.colno}) (rule: json-syntax)") from None
-    try:
-        validator(fmt)(obj)
     except fastjsonschema.JsonSchemaValueException as e:
         path = e.name or "data"
         raise _Bad(f"{path}: {e.message.removeprefix(path + ' ')} (rule: {e.rule})") from None
+    except RecursionError:
+        raise _Bad(_DEPTH_REASON) from None
+    except _Bad:
+        raise
+    except Exception as e:  # e.g. an integer of more than 4,300 digits
+        raise _Bad(_unexpected(e)) from None
     return obj  # type: ignore[no-any-return]
 
 
@@ -183,10 +279,14 @@ class Event:
 
 @dataclass(slots=True)
 class Quarantined:
+    """A record that is not applied: its lines ``line`` … ``last`` (``last`` 0: just ``line``), why, and its
+    text (the exact bytes too when they are not UTF-8)."""
+
     line: int
     reason: str
     raw: str
     raw_bytes: bytes | None = None
+    last: int = 0
 
 
 @dataclass(slots=True)
@@ -207,10 +307,16 @@ class Fragment:
 
 @dataclass(slots=True)
 class Count:
-    """A counter increment for the summary: ``transactions`` read, ``messages`` (not changes) skipped."""
+    """A counter increment for the summary: ``transactions`` read, ``messages`` (not changes) skipped.
+
+    ``line`` … ``last`` are the lines it stands for (0: none): a transaction's (v1 its object, v2 its
+    B … C, the lines of its changes included) or a v2 message's own line. A v1 transaction's count of
+    messages has none: they are inside its object."""
 
     name: str
     value: int
+    line: int = 0
+    last: int = 0
 
 
 # --- readers ----------------------------------------------------------------------------------------
@@ -257,25 +363,24 @@ def _qualified(rec: dict[str, Any]) -> str:
 def _read_v1(numbered: Iterator[tuple[int, str, bytes | None]], source_file: str) -> Iterator[Any]:
     """One transaction object per line, or spread over several lines: pretty-print (a ``{`` line … a ``}``
     line) and write-in-chunks (a header ending in ``"change":[`` … a ``]}`` line)."""
-    buf: list[str] = []
-    start = 0
+    spread: _Spread | None = None
     for n, text, raw in numbered:
-        if buf and _begins_transaction(text):  # a new transaction while the previous one is still open
-            yield _v1_incomplete(buf, start, f"the next transaction begins at line {n}")
-            buf = []
-        if raw is not None:
-            yield Quarantined(n, _not_utf8(raw), text, raw)
-        elif buf:
-            buf.append(text)
+        if spread is not None and _begins_transaction(text):  # the previous one is still open
+            yield spread.quarantined(_unclosed(f"the next transaction begins at line {n}"))
+            spread = None
+        if spread is not None:
+            spread.add(n, text, raw)
             if text in ("}", "]}"):  # the closing line of a pretty-printed or chunked transaction
-                yield from _v1_transaction("\n".join(buf), start, source_file)
-                buf = []
+                yield from spread.close(source_file)
+                spread = None
+        elif raw is not None:
+            yield Quarantined(n, _not_utf8(raw), text, raw)
         elif text == "{" or text.endswith('"change":['):
-            buf, start = [text], n
+            spread = _Spread(n, n, [text], [None])
         else:
-            yield from _v1_transaction(text, n, source_file)
-    if buf:
-        yield _v1_incomplete(buf, start, "the file ends first")
+            yield from _v1_transaction(text, n, n, source_file)
+    if spread is not None:
+        yield spread.quarantined(_unclosed("the file ends first"))
 
 
 def _begins_transaction(text: str) -> bool:
@@ -286,48 +391,97 @@ def _begins_transaction(text: str) -> bool:
     )
 
 
-def _v1_incomplete(buf: list[str], start: int, why: str) -> Quarantined:
-    return Quarantined(
-        start,
+def _unclosed(why: str) -> str:
+    return (
         f"incomplete transaction: the object that starts here has no closing line ({why}); it is not applied "
-        "(rule: framing)",
-        "\n".join(buf),
+        "(rule: framing)"
     )
 
 
-def _v1_transaction(text: str, line: int, source_file: str) -> Iterator[Any]:
+@dataclass(slots=True)
+class _Spread:
+    """A v1 transaction spread over lines ``start`` … ``last`` while it is read. A line of it that is not
+    UTF-8 makes the whole object quarantined (read without that line, it could lose a change)."""
+
+    start: int
+    last: int
+    texts: list[str]
+    raws: list[bytes | None]
+    bad: str | None = None  # why the first non-UTF-8 line is one
+
+    def add(self, n: int, text: str, raw: bytes | None) -> None:
+        self.last = n
+        self.texts.append(text)
+        self.raws.append(raw)
+        if raw is not None and self.bad is None:
+            self.bad = f"line {n}: {_not_utf8(raw)}"
+
+    def close(self, source_file: str) -> Iterator[Any]:
+        if self.bad is not None:
+            yield self.quarantined(None)
+        else:
+            yield from _v1_transaction("\n".join(self.texts), self.start, self.last, source_file)
+
+    def quarantined(self, reason: str | None) -> Quarantined:
+        raw_bytes = None
+        if self.bad is not None:
+            reason = f"{self.bad}; and {reason}" if reason else self.bad
+            raw_bytes = b"\n".join(r if r is not None else t.encode() for t, r in zip(self.texts, self.raws))
+        return Quarantined(self.start, reason or "", "\n".join(self.texts), raw_bytes, self.last)
+
+
+def _v1_transaction(text: str, line: int, last: int, source_file: str) -> Iterator[Any]:
+    """The transaction object on lines ``line`` … ``last``: its counts and events, or its quarantine."""
     try:
         obj = _parse(text, Format.WAL2JSON_V1)
-        commit_lsn = parse_lsn(obj["nextlsn"]) if "nextlsn" in obj else None
-        commit_time = _commit_time(obj.get("timestamp"))
+        events = _v1_events(obj, line, source_file)
     except _Bad as e:
-        yield Quarantined(line, str(e), text)
+        yield Quarantined(line, str(e), text, None, last)
         return
+    except Exception as e:  # a record the rules above did not foresee: it alone is quarantined
+        yield Quarantined(line, _unexpected(e), text, None, last)
+        return
+    yield Count("transactions", 1, line, last)
+    yield Count("messages", len(obj["change"]) - len(events))
+    yield from events
+
+
+def _v1_events(obj: dict[str, Any], line: int, source_file: str) -> list[Event]:
+    commit_lsn = parse_lsn(obj["nextlsn"]) if "nextlsn" in obj else None
+    commit_time = _commit_time(obj.get("timestamp"))
     xid = obj.get("xid")
-    position = 0
     events = []
-    for ch in obj["change"]:
+    for i, ch in enumerate(obj["change"]):
         kind = ch["kind"]
         if kind == "message":
             continue
         row = _base(source_file, line, _qualified(ch), kind)
-        row.update(commit_lsn=commit_lsn, position=position, xid=xid, commit_time=commit_time)
+        row.update(commit_lsn=commit_lsn, position=len(events), xid=xid, commit_time=commit_time)
         if "columnnames" in ch:
+            _same_lengths(ch, f"data.change[{i}]", "columnnames", "columntypes", "columnvalues")
             row["column_names"] = ch["columnnames"]
             row["column_types"] = ch.get("columntypes")
             row["column_values"] = [_text(v) for v in ch["columnvalues"]]
         if "oldkeys" in ch:
             ok = ch["oldkeys"]
+            _same_lengths(ok, f"data.change[{i}].oldkeys", "keynames", "keytypes", "keyvalues")
             row["old_key_names"] = ok["keynames"]
             row["old_key_types"] = ok.get("keytypes")
             row["old_key_values"] = [_text(v) for v in ok["keyvalues"]]
         if "pk" in ch:
             row["primary_key"] = ch["pk"]["pknames"]
         events.append(Event(row))
-        position += 1
-    yield Count("transactions", 1)
-    yield Count("messages", len(obj["change"]) - position)
-    yield from events
+    return events
+
+
+def _same_lengths(obj: dict[str, Any], path: str, names: str, *parallel: str) -> None:
+    """Format 1 gives a change's names, types and values as parallel arrays: they must be as long."""
+    for key in parallel:
+        if key in obj and len(obj[key]) != len(obj[names]):
+            raise _Bad(
+                f"{path}.{key}: found {len(obj[key])} items, expected {len(obj[names])} like {names} "
+                "(rule: array-lengths)"
+            )
 
 
 # format-version 2 ------------------------------------------------------------------------------------
@@ -357,6 +511,17 @@ def _v2_event(
     return row
 
 
+def _v2_change(
+    line: _Line, rec: dict[str, Any], source_file: str, commit_lsn: int | None, pos: int
+) -> Event | Quarantined:
+    try:
+        return Event(_v2_event(rec, line.n, source_file, commit_lsn, pos))
+    except _Bad as e:
+        return Quarantined(line.n, str(e), line.raw)
+    except Exception as e:  # a record the rules did not foresee: it alone is quarantined
+        return Quarantined(line.n, _unexpected(e), line.raw)
+
+
 class _Line(NamedTuple):
     """One v2 line while its transaction is buffered: the record, or the problem that stops it being read."""
 
@@ -377,12 +542,10 @@ def _changes(
         if line.problem is not None:
             yield line, line.problem
         elif rec is not None and rec["action"] in _DATA_ACTIONS:
-            try:
-                yield line, Event(_v2_event(rec, line.n, source_file, commit_lsn, pos))
-            except _Bad as e:
-                yield line, Quarantined(line.n, str(e), line.raw)
+            yield line, _v2_change(line, rec, source_file, commit_lsn, pos)
         else:
-            yield line, Count("messages", 1) if rec is not None and rec["action"] == "M" else None
+            message = rec is not None and rec["action"] == "M"
+            yield line, Count("messages", 1, line.n, line.n) if message else None
             continue
         pos += numbered
 
@@ -415,7 +578,7 @@ def _read_v2(numbered: Iterator[tuple[int, str, bytes | None]], source_file: str
             head, framed, txn = [], True, [line]
         elif action == "C":
             if txn is not None:
-                yield Count("transactions", 1)
+                yield Count("transactions", 1, txn[0].n, n)
                 commit = _commit_lsn(txn[0], line)
                 yield from (item for _, item in _changes(txn[1:], source_file, commit) if item is not None)
                 txn = None
@@ -429,7 +592,7 @@ def _read_v2(numbered: Iterator[tuple[int, str, bytes | None]], source_file: str
         elif txn is not None:
             txn.append(line)
         elif action == "M" and rec is not None and not rec["transactional"]:
-            yield Count("messages", 1)  # non-transactional messages stand outside B … C
+            yield Count("messages", 1, n, n)  # non-transactional messages stand outside B … C
         else:
             head.append(line)
     if txn is not None:

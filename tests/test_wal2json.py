@@ -261,3 +261,100 @@ def _is_json(r: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+# --- no line stops the reader (issue 14, item 3) -----------------------------------------------------------
+def test_a_line_nested_5000_deep_is_quarantined_and_the_transactions_around_it_are_applied() -> None:
+    items = _read([B, INS % 1, C, "[" * 5000, B, INS % 2, C], V2)
+    (q,) = _quarantined(items)
+    assert (q.line, q.reason) == (4, "JSON nested deeper than 64 levels (rule: json-depth)")
+    assert [e["column_values"] for e in _events(items)] == [["1"], ["2"]]
+    (q1,) = _quarantined(_read(["{" * 5000], V1))
+    assert q1.reason == "JSON nested deeper than 64 levels (rule: json-depth)"
+
+
+@pytest.mark.parametrize(
+    ("value", "rule"),
+    [
+        ("[" * 61 + "1" + "]" * 61, "(rule: type)"),  # 64 levels with the record's 3: the schema decides
+        ("[" * 62 + "1" + "]" * 62, "(rule: json-depth)"),
+        ("[1," * 70 + "1" + "]" * 70, "(rule: json-depth)"),
+        ('"' + "[" * 500 + '"', None),  # brackets inside a string are text
+        ('"\\"' + "[" * 500 + '"', None),  # an escaped quote does not end the string
+    ],
+)
+def test_the_depth_limit_counts_arrays_and_objects_outside_strings(value: str, rule: str | None) -> None:
+    line = '{"action":"I","table":"t","columns":[{"name":"a","value":%s}]}' % value
+    items = _read([B, line, C], V2)
+    if rule is None:
+        assert not _quarantined(items) and len(_events(items)) == 1
+    else:
+        (q,) = _quarantined(items)
+        assert q.reason.endswith(rule), q.reason
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ('{"action":[1]}', "data.action: must be one of"),  # was: TypeError, unhashable list
+        (
+            '{"action":"I","table":"t","columns":[{"name":"a","value":%s}]}' % ("9" * 5000),
+            "the reader failed on this record: ValueError: Exceeds the limit (4300 digits)",
+        ),
+        (
+            INS.replace('"0/11"', '"FFFFFFFFF/11"') % 1,
+            "data.lsn: found 'FFFFFFFFF/11', expected at most 8 hex digits each side of '/' and a value below "
+            "80000000/0 (rule: lsn-range)",
+        ),
+        (
+            '{"action":"I","xid":7,"timestamp":"9999-12-31 23:00:00-05","table":"t","columns":[]}',
+            "data.timestamp: found '9999-12-31 23:00:00-05', expected an ISO timestamp",
+        ),
+    ],
+)
+def test_records_that_used_to_raise_are_quarantined(line: str, reason: str) -> None:
+    items = _read([B, INS % 1, line, INS % 2, C], V2)
+    (q,) = _quarantined(items)
+    assert q.line == 3 and q.reason.startswith(reason), q.reason
+    assert q.reason.endswith(")") and "(rule: " in q.reason
+    assert len(_events(items)) == 2
+
+
+def test_a_frame_with_an_lsn_out_of_range_is_its_own_fault_not_the_transactions() -> None:
+    bad_c = C.replace('"nextlsn":"0/20"', '"nextlsn":"FFFFFFFFF/20"')
+    items = _read([B, INS % 1, bad_c, B, INS % 2, C], V2)
+    assert [q.line for q in _quarantined(items)] == [1, 2, 3]  # B … the bad C: no commit, not applied
+    assert [e["column_values"] for e in _events(items)] == [["2"]]
+
+
+def test_v1_parallel_arrays_of_different_lengths_are_quarantined() -> None:
+    line = '{"xid":1,"change":[{"kind":"insert","table":"t","columnnames":["a","b"],"columnvalues":[1]}]}'
+    (q,) = _quarantined(_read([line], V1))
+    assert q.reason == (
+        "data.change[0].columnvalues: found 1 items, expected 2 like columnnames (rule: array-lengths)"
+    )
+
+
+def test_v1_object_with_a_line_that_is_not_utf8_is_quarantined_whole() -> None:
+    rows = _output("02_update", 0)  # pretty-printed transactions
+    lines = _lines(rows[1:2])
+    at = next(i for i, b in enumerate(lines) if b"columnvalues" in b)
+    lines[at] = lines[at].replace(b'"', b'"\xff', 1)
+    items = list(read_lines(lines, "f", V1))
+    (q,) = _quarantined(items)
+    assert (q.line, q.last) == (1, len(lines)) and not _events(items)
+    assert q.reason.startswith(f"line {at + 1}: not UTF-8: byte 0xff") and q.reason.endswith("(rule: utf-8)")
+    assert q.raw_bytes is not None and q.raw_bytes.split(b"\n") == lines
+
+
+def test_counts_name_the_lines_they_stand_for() -> None:
+    message = '{"action":"M","xid":7,"lsn":"0/12","transactional":true,"prefix":"p","content":"c"}'
+    items = _read([B, message, INS % 1, C], V2)
+    assert [(c.name, c.line, c.last) for c in items if isinstance(c, Count)] == [
+        ("transactions", 1, 4),
+        ("messages", 2, 2),
+    ]
+    rows = _output("02_update", 0)  # pretty-printed: one transaction over several lines
+    items = _read(rows[1:2], V1)
+    (txn,) = [c for c in items if isinstance(c, Count) and c.name == "transactions"]
+    assert (txn.line, txn.last) == (1, len(_lines(rows[1:2])))
