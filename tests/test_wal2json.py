@@ -297,14 +297,11 @@ def test_the_depth_limit_counts_arrays_and_objects_outside_strings(value: str, r
     ("line", "reason"),
     [
         ('{"action":[1]}', "data.action: must be one of"),  # was: TypeError, unhashable list
-        (
-            '{"action":"I","table":"t","columns":[{"name":"a","value":%s}]}' % ("9" * 5000),
-            "the reader failed on this record: ValueError: Exceeds the limit (4300 digits)",
-        ),
+        ('{"action":"I","xid":%s,"table":"t","columns":[]}' % ("9" * 5000), "data.xid: must be integer"),
         (
             INS.replace('"0/11"', '"FFFFFFFFF/11"') % 1,
-            "data.lsn: found 'FFFFFFFFF/11', expected at most 8 hex digits each side of '/' and a value below "
-            "80000000/0 (rule: lsn-range)",
+            "data.lsn: found 'FFFFFFFFF/11', expected at most 8 hex digits each side of '/' and a value "
+            "below 80000000/0 (rule: lsn-range)",
         ),
         (
             '{"action":"I","xid":7,"timestamp":"9999-12-31 23:00:00-05","table":"t","columns":[]}',
@@ -318,6 +315,13 @@ def test_records_that_used_to_raise_are_quarantined(line: str, reason: str) -> N
     assert q.line == 3 and q.reason.startswith(reason), q.reason
     assert q.reason.endswith(")") and "(rule: " in q.reason
     assert len(_events(items)) == 2
+
+
+def test_a_numeric_of_5000_digits_keeps_its_text() -> None:
+    digits = "9" * 5000 + "." + "1" * 10
+    line = '{"action":"I","table":"t","columns":[{"name":"a","value":%s},{"name":"b","value":-%s}]}'
+    (event,) = _events(_read([B, line % (digits, "9" * 5000), C], V2))
+    assert event["column_values"] == [digits, "-" + "9" * 5000]
 
 
 def test_a_frame_with_an_lsn_out_of_range_is_its_own_fault_not_the_transactions() -> None:
@@ -358,3 +362,12 @@ def test_counts_name_the_lines_they_stand_for() -> None:
     items = _read(rows[1:2], V1)
     (txn,) = [c for c in items if isinstance(c, Count) and c.name == "transactions"]
     assert (txn.line, txn.last) == (1, len(_lines(rows[1:2])))
+
+
+def test_an_unforeseen_failure_on_one_record_quarantines_it_with_the_exception_named() -> None:
+    from resolver.wal2json import _Line, _v2_change
+
+    rec = {"action": "I", "columns": []}  # as no valid record is: validation would have required "table"
+    q = _v2_change(_Line(3, "raw", rec, None), rec, "f.json", None, 0)
+    reason = "the reader failed on this record: KeyError: 'table' (rule: reader-error)"
+    assert q == Quarantined(3, reason, "raw")
