@@ -48,7 +48,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
         "table's snapshot <lake>/silver/<schema>.<table> and history <lake>/silver/<schema>.<table>__history "
         "up to date. Running a batch again, or batches in any order, gives the same tables.",
         epilog="examples:\n"
-        "  resolver ingest samples/wal2json-v2 --lake lake --format wal2json-v2\n"
+        "  resolver ingest samples/wal2json-v2 --lake lake\n"
         "  resolver ingest landing/0001.json landing/0002.json --lake lake --format wal2json-v1 "
         "--schemas schemas/",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -57,9 +57,8 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     ingest.add_argument("--lake", required=True, metavar="DIR", help="lake folder (created if missing)")
     ingest.add_argument(
         "--format",
-        required=True,
         choices=[f.value for f in Format],
-        help="wal2json format-version of the files",
+        help="wal2json format-version of the files (default: detected from each file's first record)",
     )
     ingest.add_argument("--schemas", metavar="DIR", help="folder of per-table schema YAML files (optional)")
     ingest.add_argument("--json", action="store_true", help="print the summary as JSON (stdout)")
@@ -107,12 +106,16 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
         "to 'resolver ingest --schemas'. A type written there is pinned: remove it to let the column "
         "follow the stream.",
         epilog="examples:\n"
-        "  resolver schemas infer samples/wal2json-v2 --format wal2json-v2 --out schemas/\n"
+        "  resolver schemas infer samples/wal2json-v2 --out schemas/\n"
         "  resolver schemas infer landing/*.json --format wal2json-v1 --out schemas/ --overwrite",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     infer.add_argument("files", nargs="+", metavar="FILE", help="wal2json files, or folders of them")
-    infer.add_argument("--format", required=True, choices=[f.value for f in Format])
+    infer.add_argument(
+        "--format",
+        choices=[f.value for f in Format],
+        help="wal2json format-version of the files (default: detected from each file's first record)",
+    )
     infer.add_argument("--out", required=True, metavar="DIR", help="folder to write the files to")
     infer.add_argument("--overwrite", action="store_true", help="replace files that exist")
     check = sub.add_parser(
@@ -186,10 +189,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _ingest(args: argparse.Namespace) -> int:
     from resolver.bronze import ingest
-    from resolver.read import list_files
+    from resolver.read import list_files, resolve_format
     from resolver.session import local_session
 
     files = list_files(args.files)  # fail fast on bad input or schema files, before starting Spark
+    fmt = resolve_format(files, args.format)
     schemas = None
     if args.schemas is not None:
         from resolver.tableschema import load_schemas
@@ -197,7 +201,8 @@ def _ingest(args: argparse.Namespace) -> int:
         schemas = load_schemas(args.schemas)
         print(f"resolver: {len(schemas)} table schema file(s) valid in {args.schemas}", file=sys.stderr)
     started = time.monotonic()
-    print(f"resolver: ingesting {len(files)} file(s) as {args.format} into {args.lake}", file=sys.stderr)
+    how = "" if args.format else " (detected)"
+    print(f"resolver: ingesting {len(files)} file(s) as {fmt.value}{how} into {args.lake}", file=sys.stderr)
     spark = local_session(master=args.master)
     from resolver.policy import Policies
 
@@ -209,7 +214,7 @@ def _ingest(args: argparse.Namespace) -> int:
     from resolver.lock import lake_lock, session_pids
 
     with lake_lock(args.lake, f"ingest-{os.getpid()}", helper_pids=session_pids(spark)):
-        summary = ingest(spark, files, args.lake, args.format, schemas, policies)
+        summary = ingest(spark, files, args.lake, fmt, schemas, policies)
     if args.json:
         print(summary.model_dump_json(indent=2))
         return EXIT_OK

@@ -4,7 +4,7 @@
 # pipeline.yaml (relative paths are relative to this file's folder)
 source:
   path: landing/               # a folder (its files in name order) or a glob such as landing/*.json
-  format: wal2json-v2
+  format: wal2json-v2          # optional: without it, detected from the files' first records
 lake: lake/
 schemas: schemas/              # optional: the per-table schema files (docs/schema-evolution.md)
 max_files_per_batch: 50        # optional: new files are applied in batches of at most this many
@@ -97,7 +97,9 @@ class Source(ResolverModel):
     """Where the wal2json files land."""
 
     path: str = Field(min_length=1, description="A folder (files in name order) or a glob")
-    format: Format = Field(description="wal2json-v1 or wal2json-v2")
+    format: Format | None = Field(
+        default=None, description="wal2json-v1 or wal2json-v2 (default: detected from the files)"
+    )
 
 
 class Pipeline(ResolverModel):

@@ -6,6 +6,10 @@ work, so this is a ``mapInArrow``, not a per-row UDF), so a file larger than the
 memory is fine and nothing is collected to the driver. A format-2 transaction cut by a file boundary (its B
 at the end of one file, its C at the start of the next) is stitched back together in Spark; one that stays
 incomplete (no C before the end of the last file) is quarantined whole, never applied half-way.
+
+The format is given or detected: ``resolve_format`` reads the head of each file on the driver (only as far as
+its first recognisable record) and refuses, with one line naming the file, a file of neither format, a batch
+that mixes the two, or a file that is not the format given.
 """
 
 from __future__ import annotations
@@ -24,9 +28,9 @@ from pyspark.sql import types as T
 from resolver.errors import ConfigError
 from resolver.models import ChangeEvent, Format, QuarantineRecord
 from resolver.sparkschema import arrow_schema, spark_schema
-from resolver.wal2json import Count, Event, Fragment, Quarantined, read_lines
+from resolver.wal2json import Count, Event, Fragment, Quarantined, file_head, read_lines
 
-__all__ = ["ParsedBatch", "list_files", "read_wal2json"]
+__all__ = ["ParsedBatch", "list_files", "read_wal2json", "resolve_format"]
 
 EVENT_SCHEMA = spark_schema(ChangeEvent)
 QUARANTINE_SCHEMA = spark_schema(QuarantineRecord)
@@ -61,6 +65,54 @@ def list_files(paths: Sequence[str]) -> list[str]:
     if not files:
         raise ConfigError(f"no input files in {list(paths)!r}")
     return [os.path.abspath(f) for f in files]
+
+
+_SHAPES = {
+    Format.WAL2JSON_V1: 'a format-1 transaction object ({"change":[...]}, "{" or a chunk header)',
+    Format.WAL2JSON_V2: 'a format-2 record (an object with an "action")',
+}
+
+
+def resolve_format(files: Sequence[str], fmt: Format | str | None = None) -> Format:
+    """The format to read ``files`` as: ``fmt`` when given, else the one their first records show.
+
+    Each file's head is read up to its first recognisable record (``resolver.wal2json.file_head``); a file
+    without a non-blank line shows nothing and conflicts with nothing. ``ConfigError``, one line naming the
+    file: without ``fmt``, a file whose head is neither format, or files of both formats; with ``fmt``, a
+    file of the other format (one that is neither is read as ``fmt``, its records quarantined). When no
+    file has a record nothing will be read and the format does not matter: ``fmt``, else format 2.
+    """
+    given = _format(fmt) if fmt is not None else None
+    first_of: dict[Format, str] = {}
+    for path in dict.fromkeys(files):
+        head = file_head(path)
+        if head.first is None:
+            continue
+        if head.format is None and given is None:
+            raise ConfigError(
+                f"cannot tell the format of {path!r}: its first record ({_excerpt(head.first)}) is neither "
+                "wal2json format 1 nor 2 (give --format)"
+            )
+        if head.format is None:
+            continue
+        if given is not None and head.format is not given:
+            raise ConfigError(
+                f"{path!r} is {head.format.value}, not the {given.value} given: its first record is "
+                f"{_SHAPES[head.format]}"
+            )
+        first_of.setdefault(head.format, path)
+        if len(first_of) > 1:
+            a, b = first_of.items()
+            raise ConfigError(
+                f"the input mixes formats: {a[1]!r} is {a[0].value}, {b[1]!r} is {b[0].value} "
+                "(expected files of one format)"
+            )
+    return given or next(iter(first_of), Format.WAL2JSON_V2)
+
+
+def _excerpt(line: bytes) -> str:
+    text = line.decode("utf-8", "replace")
+    return repr(text if len(text) <= 40 else text[:40] + "…")
 
 
 def _parse_files(files: list[str], fmt: Format) -> Any:
@@ -214,12 +266,13 @@ class ParsedBatch:
 def read_wal2json(
     spark: SparkSession,
     paths: Sequence[str],
-    fmt: Format | str,
+    fmt: Format | str | None = None,
     *,
     open_start: bool = False,
     open_end: bool = False,
 ) -> ParsedBatch:
     """Parse wal2json files (one batch, read as one stream in the given order) into events and quarantine.
+    The format is ``fmt``, or without it detected from the files' heads; ``resolve_format`` checks either.
 
     The parse runs once, at the first use of the result, and is persisted for its several uses. A stream
     read in pieces (``resolver run``) sets ``open_end``: a transaction begun in the last file and not
@@ -230,13 +283,13 @@ def read_wal2json(
     Example::
 
         from resolver import read_wal2json
-        batch = read_wal2json(spark, ["landing/0001.json"], "wal2json-v2")
+        batch = read_wal2json(spark, ["landing/0001.json"])  # format detected; or fmt="wal2json-v2"
         batch.events.groupBy("table", "operation").count().show()
         print(batch.counts()["events"], "events,", batch.counts()["quarantined"], "quarantined")
         batch.unpersist()
     """
-    fmt = _format(fmt)
     files = list_files(paths)
+    fmt = resolve_format(files, fmt)
     n = len(files)
     slices = max(1, min(n, spark.sparkContext.defaultParallelism * 4))
     index = spark.range(0, n, 1, slices).select(F.col("id").cast("int").alias("file_index"))

@@ -1,8 +1,8 @@
 """The schema registry: ``resolver schemas infer`` and ``resolver schemas check`` (docs/schema-evolution.md).
 
-``infer`` reads wal2json files with the pure-Python reader (no Spark) and writes one
-``<schema>.<table>.yaml`` per table: every column in the order it first appeared, its PostgreSQL type and
-the Spark type the lake gives it, and the primary key the stream reports (or its replica identity). The
+``infer`` reads wal2json files (of the format given, or the one their heads show) with the pure-Python
+reader (no Spark) and writes one ``<schema>.<table>.yaml`` per table: every column in the order it first
+appeared, its PostgreSQL type and the Spark type the lake gives it, and the primary key the stream reports (or its replica identity). The
 files are meant to be read, edited and kept in version control; ``--schemas DIR`` then makes them the
 contract. ``check`` validates a folder of them and, given a lake, that every column, key and
 ``renamed_from`` name they mention is one the lake knows, with a "did you mean" when it is not.
@@ -20,21 +20,23 @@ import yaml
 from resolver.errors import ConfigError
 from resolver.models import Format
 from resolver.pgtypes import spark_type
-from resolver.read import list_files
+from resolver.read import list_files, resolve_format
 from resolver.tableschema import ColumnSpec, TableSchema, load_schemas
 from resolver.wal2json import Event, read_lines
 
 __all__ = ["check_schemas", "infer_schemas", "write_schemas"]
 
 
-def infer_schemas(paths: Sequence[str], fmt: Format | str) -> dict[str, TableSchema]:
-    """One schema per table seen in the files. A column's type is the last one the stream sent (the
-    current one); its primary key is the stream's, else the replica identity of its updates and deletes."""
-    fmt = Format(fmt)
+def infer_schemas(paths: Sequence[str], fmt: Format | str | None = None) -> dict[str, TableSchema]:
+    """One schema per table seen in the files (read as ``fmt``, or without it as the format their heads
+    show: ``resolver.read.resolve_format``). A column's type is the last one the stream sent (the current
+    one); its primary key is the stream's, else the replica identity of its updates and deletes."""
+    files = list_files(paths)
+    fmt = resolve_format(files, fmt)
     columns: dict[str, dict[str, str | None]] = {}
     keys: dict[str, list[str]] = {}
     identities: dict[str, list[str]] = {}
-    for path in list_files(paths):
+    for path in files:
         with open(path, "rb") as f:
             for item in read_lines(f, path, fmt):
                 if not isinstance(item, Event):

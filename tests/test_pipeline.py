@@ -111,3 +111,10 @@ def test_source_files_in_name_order(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         load_pipeline(tmp_path / "none.yaml")
     assert str(err.value).startswith(f"pipeline file {str(tmp_path / 'none.yaml')!r} not found")
+
+
+def test_the_source_format_is_optional(tmp_path: Path) -> None:
+    p = parse_pipeline("source: {path: landing}\nlake: lake\n", "p.yaml", tmp_path)
+    assert p.source.format is None  # resolver run detects it from the files (resolver.read.resolve_format)
+    given = parse_pipeline("source: {path: landing, format: wal2json-v1}\nlake: lake\n", "p.yaml", tmp_path)
+    assert given.source.format == Format.WAL2JSON_V1

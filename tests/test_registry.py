@@ -27,8 +27,10 @@ def test_infer_writes_columns_types_and_keys_from_the_stream() -> None:
         "- {name: amount, type: string, pg_type: numeric}",
         "- {name: status, type: string, pg_type: text}",
     ]
-    # format 1 of the same workload gives the same files
+    # format 1 of the same workload gives the same files; either format is detected when not given
     assert infer_schemas([str(SAMPLES / "wal2json-v1")], "wal2json-v1") == schemas
+    assert infer_schemas([str(SAMPLES / "wal2json-v1")]) == schemas
+    assert infer_schemas([str(SAMPLES / "wal2json-v2")]) == schemas
 
 
 def test_infer_and_check_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -50,6 +52,27 @@ def test_infer_and_check_from_the_command_line(tmp_path: Path, capsys: pytest.Ca
     assert main(again) == 2
     assert "exists (expected a new file; pass --overwrite to replace it)" in capsys.readouterr().err
     assert main([*again, "--overwrite"]) == 0
+
+
+def test_infer_without_format_detects_it_and_refuses_mixed_or_unknown_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "schemas"
+    assert main(["schemas", "infer", str(SAMPLES / "wal2json-v2"), "--out", str(out)]) == 0
+    assert len(list(out.iterdir())) == 3
+    capsys.readouterr()
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    for name in ("wal2json-v1", "wal2json-v2"):
+        (mixed / f"{name}.json").write_bytes((SAMPLES / name / "0001.json").read_bytes())
+    assert main(["schemas", "infer", str(mixed), "--out", str(tmp_path / "x")]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"resolver: error: the input mixes formats: '{mixed / 'wal2json-v1.json'}' is wal2json-v1, "
+        f"'{mixed / 'wal2json-v2.json'}' is wal2json-v2 (expected files of one format)"
+    ]
+    with pytest.raises(ConfigError, match="cannot tell the format of .*README.md'"):
+        infer_schemas([str(SAMPLES.parent / "README.md")])
+    assert not (tmp_path / "x").exists()
 
 
 def test_check_names_the_file_the_path_and_a_close_match(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""The pure-Python wal2json reader (no Spark): events, exact values, framing, quarantine reasons.
+"""The pure-Python wal2json reader (no Spark): events, exact values, framing, quarantine reasons, the records
+that used to raise, and telling the two formats apart.
 
 Inputs are the real wal2json outputs in ../shared/reference/wal2json_vectors/index.json.
 """
@@ -12,8 +13,22 @@ from typing import Any
 
 import pytest
 
+from resolver.errors import ConfigError
 from resolver.models import ChangeEvent, Format
-from resolver.wal2json import Count, Event, Fragment, Quarantined, format_lsn, parse_lsn, read_lines
+from resolver.read import resolve_format
+from resolver.wal2json import (
+    DETECT_LINES,
+    Count,
+    Event,
+    FileHead,
+    Fragment,
+    Quarantined,
+    detect_format,
+    file_head,
+    format_lsn,
+    parse_lsn,
+    read_lines,
+)
 
 INDEX = Path(__file__).resolve().parents[2] / "shared/reference/wal2json_vectors/index.json"
 V1, V2 = Format.WAL2JSON_V1, Format.WAL2JSON_V2
@@ -371,3 +386,83 @@ def test_an_unforeseen_failure_on_one_record_quarantines_it_with_the_exception_n
     q = _v2_change(_Line(3, "raw", rec, None), rec, "f.json", None, 0)
     reason = "the reader failed on this record: KeyError: 'table' (rule: reader-error)"
     assert q == Quarantined(3, reason, "raw")
+
+
+# --- which format (issue 14, item 4) ------------------------------------------------------------------------
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+
+
+@pytest.mark.parametrize(
+    ("lines", "fmt"),
+    [
+        ([B], V2),
+        (['{"xid":7,"timestamp":"2026-01-01 00:00:00+00","change":[]}'], V1),
+        (["{", '\t"change": [', "\t]", "}"], V1),  # pretty-printed
+        (['{"xid":7,"nextlsn":"0/20","change":[', '{"kind":"insert"}', "]}"], V1),  # written in chunks
+        (['{"change":[,{"kind":"message","transactional":false,"content":"c"}]}'], V1),  # wal2json 2.5 bug
+        (['{"xid":7,"action":"C"}'], V2),  # any key order, when the line is a whole object
+        (['{"lsn":"0/1","change":[{"kind":"insert"}]}'], V1),
+        (["", "  ", "garbage", '{"action":"I","table"', '{"action":"I","table":"t"}'], V2),  # passed over
+        ([',{"kind":"insert"}', "]}", '{"xid":9,"change":[]}'], V1),  # the end of a chunked transaction
+        (["[" * 5000, "\ufffd\ufffd", B], V2),
+        (["hello", '{"a":1}', "[1,2]", '"action"'], None),
+        ([], None),
+    ],
+)
+def test_detect_format_takes_the_first_recognisable_record(lines: list[str], fmt: Format | None) -> None:
+    assert detect_format(line.encode() for line in lines) is fmt
+
+
+def test_detect_format_looks_through_a_bounded_head() -> None:
+    garbage = ["not json"] * (DETECT_LINES - 1)
+    assert detect_format(line.encode() for line in [*garbage, B]) is V2
+    assert detect_format(line.encode() for line in [*garbage, "x", B]) is None
+
+
+def test_file_head_tells_a_huge_first_line_by_its_start(tmp_path: Path) -> None:
+    path = tmp_path / "big.json"
+    path.write_bytes(b'{"xid":1,"change":[' + b'{"kind":"insert"},' * 1_000_000 + b"{}]}\n")
+    head = file_head(str(path))
+    assert head.format is V1 and head.first is not None and len(head.first) == 200
+    (tmp_path / "empty.json").write_bytes(b"\n  \n")
+    assert file_head(str(tmp_path / "empty.json")) == FileHead(None, None)
+
+
+def _files(tmp_path: Path, **contents: bytes) -> list[str]:
+    for name, data in contents.items():
+        (tmp_path / f"{name}.json").write_bytes(data)
+    return [str(tmp_path / f"{name}.json") for name in contents]
+
+
+V1_LINE = b'{"xid":7,"change":[]}\n'
+V2_LINE = B.encode() + b"\n"
+
+
+def test_resolve_format_detects_and_empty_files_do_not_decide(tmp_path: Path) -> None:
+    assert resolve_format(_files(tmp_path, a=b"", b=V1_LINE, c=b"\n")) is V1
+    assert resolve_format(_files(tmp_path, a=b"", b=b"\n")) is V2  # nothing to read: any format reads nothing
+    assert resolve_format(_files(tmp_path, a=b""), "wal2json-v1") is V1
+    assert resolve_format([str(SAMPLES / "wal2json-v1/0001.json")]) is V1
+    assert resolve_format([str(SAMPLES / "dirty/0001.json")]) is V2
+
+
+def test_resolve_format_refuses_mixed_unknown_and_mismatched_files_in_one_line(tmp_path: Path) -> None:
+    a, b, junk = _files(tmp_path, a=V1_LINE, b=V2_LINE, junk=b"id,name\n1,x\n")
+    with pytest.raises(ConfigError) as err:
+        resolve_format([a, b])
+    assert str(err.value) == (
+        f"the input mixes formats: {a!r} is wal2json-v1, {b!r} is wal2json-v2 (expected files of one format)"
+    )
+    with pytest.raises(ConfigError) as err:
+        resolve_format([a, junk])
+    assert str(err.value) == (
+        f"cannot tell the format of {junk!r}: its first record ('id,name') is neither wal2json format 1 "
+        "nor 2 (give --format)"
+    )
+    with pytest.raises(ConfigError) as err:
+        resolve_format([b, a], "wal2json-v2")
+    assert str(err.value) == (
+        f"{a!r} is wal2json-v1, not the wal2json-v2 given: its first record is a format-1 transaction object "
+        '({"change":[...]}, "{" or a chunk header)'
+    )
+    assert resolve_format([b, junk], Format.WAL2JSON_V2) is V2  # given: a file of neither is read as it
