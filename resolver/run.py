@@ -14,6 +14,8 @@ the next run applies it again, which completes what was cut short and adds nothi
 A format-2 transaction may be cut by a file rotation. Each batch therefore also reads the file before its
 first one and the file after its last one (when they exist): the transaction is stitched across the cut,
 and a transaction whose commit has not landed yet is left for the next run instead of being quarantined.
+The format is the pipeline's ``source.format``, or the one the new files and those neighbours show
+(``resolver.read.resolve_format``, checked before any batch is applied).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from resolver.bronze import ingest
 from resolver.lock import lake_lock, session_pids
 from resolver.models import Format, IngestSummary, RunSummary, TableSummary
 from resolver.pipeline import Pipeline, load_pipeline
+from resolver.read import resolve_format
 from resolver.tableschema import TableSchema, load_schemas
 
 __all__ = ["LEDGER", "ledger_path", "run_pipeline"]
@@ -83,11 +86,14 @@ def run_pipeline(spark: SparkSession, pipeline: Pipeline | str, *, wait_seconds:
                 log.warning("%s changed since it was applied (size or time): reading it again", f)
         size = pipeline.max_files_per_batch
         chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
+        neighbours = [f for chunk in chunks for f in _neighbours(files, chunk) if f is not None]
+        fmt = resolve_format(todo + neighbours, pipeline.source.format)  # no files: nothing read
         log.info(
-            "run %s: %d file(s) in %s, %d new, %d batch(es)",
+            "run %s: %d file(s) in %s (%s), %d new, %d batch(es)",
             run_id,
             len(files),
             pipeline.source.path,
+            fmt.value if pipeline.source.format or not todo else f"{fmt.value}, detected",
             len(todo),
             len(chunks),
         )
@@ -98,7 +104,7 @@ def run_pipeline(spark: SparkSession, pipeline: Pipeline | str, *, wait_seconds:
         failed: dict[str, str] = {}
         recorded = 0
         for number, chunk in enumerate(chunks, 1):
-            result = _batch(spark, pipeline, schemas, files, chunk, f"batch {number}/{len(chunks)}")
+            result = _batch(spark, pipeline, fmt, schemas, files, chunk, f"batch {number}/{len(chunks)}")
             batches.append(result)
             broken = {t.table: t.error for t in result.tables if t.error is not None}
             failed.update(broken)
@@ -123,25 +129,24 @@ def run_pipeline(spark: SparkSession, pipeline: Pipeline | str, *, wait_seconds:
     )
 
 
+def _neighbours(files: Sequence[str], chunk: list[str]) -> tuple[str | None, str | None]:
+    """The files just before and just after a batch's files in the source, when there are such files."""
+    first, last = files.index(chunk[0]), files.index(chunk[-1])
+    return (files[first - 1] if first > 0 else None, files[last + 1] if last + 1 < len(files) else None)
+
+
 def _batch(
     spark: SparkSession,
     pipeline: Pipeline,
+    fmt: Format,
     schemas: Mapping[str, TableSchema] | None,
     files: Sequence[str],
     chunk: list[str],
     label: str,
 ) -> IngestSummary:
     """Ingest one batch, with the neighbouring files of a format-2 stream (see the module docstring)."""
-    read = list(chunk)
-    before = after = False
-    if pipeline.source.format == Format.WAL2JSON_V2:
-        first, last = files.index(chunk[0]), files.index(chunk[-1])
-        if first > 0:
-            read.insert(0, files[first - 1])
-            before = True
-        if last + 1 < len(files):
-            read.append(files[last + 1])
-            after = True
+    before, after = _neighbours(files, chunk) if fmt is Format.WAL2JSON_V2 else (None, None)
+    read = [f for f in (before, *chunk, after) if f is not None]
     names = f"{os.path.basename(chunk[0])}" + (f" .. {os.path.basename(chunk[-1])}" if len(chunk) > 1 else "")
     log.info(
         "%s: %d file(s) (%s)%s", label, len(chunk), names, " with their neighbours" if before or after else ""
@@ -158,14 +163,14 @@ def _batch(
         spark,
         read,
         pipeline.lake,
-        pipeline.source.format,
+        fmt,
         schemas,
         pipeline.policies,
         settings=pipeline.settings,
         include=pipeline.included,
         isolate=True,
         on_table=on_table,
-        open_start=before,
+        open_start=before is not None,
         open_end=True,
     )
     log.info(

@@ -1,9 +1,9 @@
 """Read wal2json output (format-version 1 and 2) into change events, in pure Python.
 
 One call reads one file as a stream of lines and yields, in file order, what each record became:
-an ``Event`` (a ChangeEvent as a dict), a ``Quarantined`` record (raw text + reason), or a
-``Fragment`` line (part of a format-2 transaction that starts or ends in another file of the batch, see
-``resolver.read``), or a ``Count``. It never raises on bad input (a line nested deeper than
+an ``Event`` (a ChangeEvent as a dict), a ``Quarantined`` record (raw text + reason), a ``Fragment`` line
+(part of a format-2 transaction that starts or ends in another file of the batch, see ``resolver.read``),
+or a ``Count`` (transactions read, messages skipped). It never raises on bad input (a line nested deeper than
 ``MAX_JSON_DEPTH`` is quarantined before it is decoded; any other failure on one record quarantines that
 record with rule ``reader-error``) and never holds more than one transaction in memory. Every record is
 validated against the JSON Schemas in ``schemas/wal2json/``, compiled once per process.
@@ -30,11 +30,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
-from itertools import accumulate, chain, repeat
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache, lru_cache
 from importlib import resources
+from itertools import accumulate, chain, repeat
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
