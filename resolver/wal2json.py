@@ -242,8 +242,8 @@ def _check_lsns(obj: dict[str, Any]) -> None:
     for key in ("lsn", "nextlsn"):
         value = obj.get(key)
         if value:
-            hi, _, lo = value.partition("/")
-            if len(hi) > 8 or len(lo) > 8 or (len(hi) == 8 and hi >= "8"):
+            cut = value.find("/")  # the schema's pattern made sure there is one, between hex digits
+            if cut > 8 or len(value) - cut > 9 or (cut == 8 and value[0] >= "8"):
                 raise _Bad(
                     f"data.{key}: found {value!r}, expected at most 8 hex digits each side of '/' and a "
                     "value below 80000000/0 (rule: lsn-range)"
