@@ -6,6 +6,8 @@ and no library function creates a session.
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -53,6 +55,10 @@ def local_session(app_name: str = "resolver", master: str = "local[2]", **conf: 
 
     builder = SparkSession.builder.appName(app_name).master(master)
     settings = dict(_DEFAULTS)
+    # The workers run this interpreter (the resolver's own environment), not whatever python3 is first on
+    # PATH: `venv/bin/resolver` works without activating the venv. PySpark reads the variable when the
+    # context starts (the spark.pyspark.python setting is only for spark-submit).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     settings.update({k.replace("__", "."): v for k, v in conf.items()})
     for key, value in settings.items():
         builder = builder.config(key, value)
