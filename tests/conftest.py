@@ -11,6 +11,32 @@ from pyspark.sql import SparkSession
 from tests.conftest_pg import pg_db, pg_server  # noqa: F401  (re-exported fixtures)
 
 
+#: The slow tier: whole modules and single tests that build many lakes or replay real PostgreSQL workloads
+#: (together about three quarters of the suite's time). ``python -m pytest -m "not slow"`` leaves them out
+#: for a quick check while developing; CI runs everything. Measured on the 2-core development machine.
+SLOW = (
+    "tests/test_bench.py",
+    "tests/test_crash.py",
+    "tests/test_differential.py",
+    "tests/test_evolution_differential.py",
+    "tests/test_ingest.py",
+    "tests/test_maintenance.py",
+    "tests/test_readme.py",
+    "tests/test_resolve_properties.py",
+    "tests/test_run.py",
+    "tests/test_vectors_evolution.py",
+    "tests/test_cli.py::test_ingest_detects_the_format",
+    "tests/test_cli.py::test_run_detects_a_format_2_stream_and_reads_the_neighbours_of_each_batch",
+    "tests/test_silver_pg.py::test_a_thousand_key_changes_resolve_in_logarithmic_rounds",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.nodeid.startswith(SLOW):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     from resolver.session import local_session
