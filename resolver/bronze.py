@@ -13,7 +13,7 @@ from dataclasses import replace
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from resolver import delta
+from resolver import delta, sql
 from resolver.models import Format, IngestSummary, TableSummary
 from resolver.pipeline import TableSettings
 from resolver.policy import Policies
@@ -122,7 +122,7 @@ def write_quarantine(spark: SparkSession, lake: str, records: DataFrame, files: 
         {"delta.appendOnly": "true"},
         "Records that could not be accepted, with their raw text and the reason",
     )
-    in_files = ", ".join(_sql_string(f) for f in files)
+    in_files = ", ".join(sql.string(f) for f in files)
     condition = (
         f"t.source_file IN ({in_files}) AND t.source_file = s.source_file "
         "AND t.source_line = s.source_line AND t.reason = s.reason"
@@ -152,7 +152,7 @@ def write_bronze(
     bounds = []
     if lo is not None and hi is not None:
         bounds.append(f"(t.commit_lsn BETWEEN {lo} AND {hi})")
-    in_files = ", ".join(_sql_string(f) for f in files)
+    in_files = ", ".join(sql.string(f) for f in files)
     bounds.append(f"(t.commit_lsn IS NULL AND t.source_file IN ({in_files}))")
     condition = (
         f"({' OR '.join(bounds)}) AND t.table = s.table AND t.position = s.position "
@@ -160,7 +160,3 @@ def write_bronze(
         "AND (s.commit_lsn IS NOT NULL OR (t.source_file = s.source_file AND t.source_line = s.source_line))"
     )
     return delta.insert_new(table, unique, condition)
-
-
-def _sql_string(s: str) -> str:
-    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"

@@ -268,21 +268,16 @@ def _schemas(args: argparse.Namespace) -> int:
 
 def _lake_columns(lake: str) -> dict[str, list[str]]:
     """Each silver table's source columns (its technical ones left out)."""
-    import os
+    from resolver.lake import HISTORY, inside, silver_tables
 
-    from resolver.silver import snapshot_path
-
-    root = os.path.join(lake, "silver")
-    names = (
-        [n for n in sorted(os.listdir(root)) if not n.endswith("__history")] if os.path.isdir(root) else []
-    )
-    if not names:
+    tables = {name: table for name, table in silver_tables(lake).items() if not name.endswith(HISTORY)}
+    if not tables:
         return {}
     from resolver.session import local_session
 
     spark = local_session()
     out = {}
-    for table in names:
-        cols = spark.read.format("delta").load(snapshot_path(lake, table)).columns
+    for name, table in tables.items():
+        cols = spark.read.format("delta").load(inside(lake, "silver", name)).columns
         out[table] = [c for c in cols if not c.startswith("__")]
     return out

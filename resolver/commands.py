@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from resolver import sql
 from resolver.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> d
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     as_of.add_argument("--lake", required=True, metavar="DIR", help="lake folder")
-    as_of.add_argument("--table", required=True, metavar="T", help="source table, <schema>.<table>")
+    as_of.add_argument("--table", required=True, metavar="T", help='source table as PostgreSQL names it: public.orders, public."Mixed Case"')
     when = as_of.add_mutually_exclusive_group(required=True)
     when.add_argument(
         "--time", metavar="TS", help="commit time, ISO; UTC unless it has an offset ('2026-11-21 16:30:12')"
@@ -129,8 +130,9 @@ def _tables(parser: argparse.ArgumentParser) -> None:
         action="extend",
         nargs="+",
         metavar="T",
-        help="a source table (its snapshot, history and change store) or a table's path in the lake, such "
-        "as bronze/change_events; repeatable (default: every Delta table of the lake)",
+        help='a source table as PostgreSQL names it (public.orders, public."Mixed Case": its snapshot, history '
+        "and change store) or a table's path in the lake, such as bronze/change_events; repeatable (default: "
+        "every Delta table of the lake)",
     )
 
 
@@ -170,7 +172,7 @@ def _as_of(args: argparse.Namespace) -> int:
         writer.format(fmt).save(args.out)
         print(f"wrote {total} row(s) of {args.table} as of {at} to {args.out} ({fmt})")
     else:
-        shown = _text_rows(rows.orderBy(*_key(spark, path, rows.columns)).limit(args.limit))
+        shown = _text_rows(rows.orderBy(*[sql.col(k) for k in _key(spark, path, rows.columns)]).limit(args.limit))
         for line in _render(rows.columns, shown):
             print(line)
         more = f"; {len(shown)} shown (--limit {args.limit})" if len(shown) < total else ""
@@ -200,10 +202,10 @@ def _csv_ready(rows: DataFrame) -> DataFrame:
 
     def text(field: T.StructField) -> Column:
         if isinstance(field.dataType, T.BinaryType):
-            return F.concat(F.lit("\\x"), F.lower(F.hex(field.name))).alias(field.name)
+            return F.concat(F.lit("\\x"), F.lower(F.hex(sql.col(field.name)))).alias(field.name)
         if isinstance(field.dataType, T.ArrayType | T.MapType | T.StructType):
-            return F.to_json(field.name).alias(field.name)
-        return F.col(field.name)
+            return F.to_json(sql.col(field.name)).alias(field.name)
+        return sql.col(field.name)
 
     return rows.select(*[text(f) for f in rows.schema.fields])
 
@@ -211,11 +213,9 @@ def _csv_ready(rows: DataFrame) -> DataFrame:
 def _text_rows(rows: DataFrame) -> list[list[str]]:
     """The rows as printable text: values as Spark casts them (timestamps in the session's time zone, UTC
     for ``local_session``), binary as hex, NULL as NULL, control characters escaped, long values cut."""
-    from pyspark.sql import functions as F
-
     text = _csv_ready(rows)
     out = []
-    for row in text.select(*[F.col(c).cast("string") for c in text.columns]).collect():
+    for row in text.select(*[sql.col(c).cast("string") for c in text.columns]).collect():
         out.append([_cell(v) for v in row])
     return out
 

@@ -1,22 +1,48 @@
 """The only module that writes to the lake: table creation and the merges.
 
 Lake layout under the lake folder (``../shared/DESIGN.md``): ``bronze/change_events``, ``quarantine``,
-``silver/<schema>.<table>``, ``silver/<schema>.<table>__history``, and ``_resolver/`` for our own state.
+``silver/<table folder>``, ``silver/<table folder>__history``, and ``_resolver/`` for our own state (the folder
+of a source table: ``resolver.lake``).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import Any
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-__all__ = ["BRONZE", "QUARANTINE", "ensure_table", "insert_new", "table_path"]
+from resolver import sql
+
+__all__ = ["BRONZE", "COLUMN_MAPPING", "QUARANTINE", "NO_CHANGE_FEED", "ensure_table", "insert_new", "properties_for_names", "table_path"]
 
 BRONZE = "bronze/change_events"
 QUARANTINE = "quarantine"
+
+
+#: Delta column mapping by name: what a table needs to hold columns whose names Delta refuses otherwise.
+COLUMN_MAPPING = {"delta.columnMapping.mode": "name", "delta.minReaderVersion": "2", "delta.minWriterVersion": "5"}
+_NEEDS_MAPPING = frozenset(" ,;{}()\n\t=")
+
+
+#: Change Data Feed off: Delta 4.0's MERGE writes its change data through column names quoted without
+#: doubling a backtick inside (``INVALID_ATTRIBUTE_NAME_SYNTAX``), so a table with such a column keeps none.
+NO_CHANGE_FEED = {"delta.enableChangeDataFeed": "false"}
+
+
+def properties_for_names(names: Iterable[str]) -> dict[str, str]:
+    """What a table needs to hold these column names: ``COLUMN_MAPPING`` when one has a character Delta
+    takes only with column mapping (a space, ``,;{}()=``, a tab or a line end: ordinary in PostgreSQL),
+    ``NO_CHANGE_FEED`` when one has a backtick; nothing for ordinary names (ordinary tables stay as they
+    are)."""
+    names = list(names)
+    out = dict(COLUMN_MAPPING) if any(_NEEDS_MAPPING.intersection(n) for n in names) else {}
+    if any("`" in n for n in names):
+        out.update(NO_CHANGE_FEED)
+    return out
 
 
 def table_path(lake: str, name: str) -> str:
@@ -49,7 +75,9 @@ def insert_new(table: DeltaTable, source: DataFrame, condition: str) -> tuple[di
     files. Returns the MERGE's operation metrics (rows inserted, files scanned, ...; empty when the MERGE
     committed nothing) and the table's version afterwards."""
     before = _latest(table)["version"]
-    table.alias("t").merge(source.alias("s"), condition).whenNotMatchedInsertAll().execute()
+    # every column by name, quoted: Delta's insert-all quotes names without doubling a backtick inside
+    values = {sql.ident(c): f"s.{sql.ident(c)}" for c in source.columns}
+    table.alias("t").merge(source.alias("s"), condition).whenNotMatchedInsert(values=values).execute()
     latest = _latest(table)
     version = int(latest["version"])
     if version == before:  # nothing was committed

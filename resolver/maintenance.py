@@ -23,7 +23,10 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import Row, SparkSession
 from pyspark.sql import types as T
 
+from resolver import sql
 from resolver.errors import ConfigError
+from resolver.lake import HISTORY, silver_tables
+from resolver.names import TableName
 from resolver.silver import KEY_PROPERTY
 
 __all__ = ["DEFAULT_RETAIN_HOURS", "check_retention", "lake_tables", "optimize", "select_tables", "vacuum"]
@@ -38,7 +41,7 @@ _NO_STATS = "DELTA_ZORDERING_ON_COLUMN_WITHOUT_STATS"
 _PARALLEL_TABLES = 4
 _RECENT = 10
 """Commits of a table's history read to find its last Z-order."""
-_PER_SOURCE_TABLE = ("silver/{}", "silver/{}__history", "_resolver/changes/{}")
+_PER_SOURCE_TABLE = ("silver/{}", "silver/{}" + HISTORY, "_resolver/changes/{}")
 
 
 def lake_tables(lake: str) -> list[str]:
@@ -70,13 +73,15 @@ def select_tables(lake: str, tables: Sequence[str] | None = None) -> list[str]:
     every = lake_tables(lake)
     if tables is None:
         return every
-    sources = sorted({p.split("/", 1)[1].removesuffix("__history") for p in every if p.startswith("silver/")})
+    folders = {table: name.removesuffix(HISTORY) for name, table in silver_tables(lake).items()}
+    sources = sorted(folders)
     chosen: set[str] = set()
     for name in tables:
+        source = _source_name(name)
         if name in every:
             chosen.add(name)
-        elif name in sources:
-            chosen.update(p for p in (f.format(name) for f in _PER_SOURCE_TABLE) if p in every)
+        elif source in folders:
+            chosen.update(p for p in (f.format(folders[source]) for f in _PER_SOURCE_TABLE) if p in every)
         else:
             hint = difflib.get_close_matches(name, sources + every, n=1)
             mean = f" (did you mean {hint[0]!r}?)" if hint else ""
@@ -85,6 +90,14 @@ def select_tables(lake: str, tables: Sequence[str] | None = None) -> list[str]:
                 f"a Delta table of the lake ({', '.join(every)}){mean}"
             )
     return sorted(chosen)
+
+
+def _source_name(text: str) -> str | None:
+    """A source table named as PostgreSQL does, in its one written form; None for text that is not one."""
+    try:
+        return str(TableName(text))
+    except ConfigError:
+        return None
 
 
 def optimize(spark: SparkSession, lake: str, tables: Sequence[str] | None = None) -> list[dict[str, Any]]:
@@ -128,7 +141,7 @@ def _optimize(spark: SparkSession, path: str, name: str) -> dict[str, Any]:
     if clustering:
         layout, columns = "clustering", clustering
     elif zorder:
-        layout, columns = "z-order", zorder
+        layout, columns = "z-order", _shown(zorder)
     else:
         layout, columns = "compaction", []
     if zorder and _zordered(table, zorder):
@@ -140,7 +153,7 @@ def _optimize(spark: SparkSession, path: str, name: str) -> dict[str, Any]:
         except AnalysisException as e:
             if e.getCondition() != _NO_STATS:
                 raise
-            note = f"no statistics for {', '.join(zorder)}: compacted without Z-order"
+            note = f"no statistics for {', '.join(_shown(zorder))}: compacted without Z-order"
             layout, columns = "compaction", []
             metrics = _run_optimize(table, [])
     before, added, removed = int(detail["numFiles"]), int(metrics[0] or 0), int(metrics[1] or 0)
@@ -174,21 +187,29 @@ def _zordered(table: DeltaTable, zorder: list[str]) -> bool:
     for commit in recent:
         if commit["operation"] not in ("VACUUM START", "VACUUM END", "SET TBLPROPERTIES"):
             by = (commit["operationParameters"] or {}).get("zOrderBy", "[]")
-            return bool(commit["operation"] == "OPTIMIZE" and json.loads(by) == zorder)
+            # Delta records a name quoted only where it has a dot: compare the names without quotes
+            return bool(commit["operation"] == "OPTIMIZE" and _shown(json.loads(by)) == _shown(zorder))
     return False
+
+
+def _shown(columns: list[str]) -> list[str]:
+    """Z-order columns as a report shows them: without quotes (``__key.id``)."""
+    return [c.replace("`", "") for c in columns]
 
 
 def _zorder_columns(table: DeltaTable, properties: dict[str, str]) -> list[str]:
     """The key columns to Z-order a resolver table by: top-level in a snapshot or history, the ``__key``
-    struct's fields in a change store; none for a table without a key (or whose key columns are gone)."""
+    struct's fields in a change store; none for a table without a key (or whose key columns are gone).
+    Names are quoted (``sql.ident``); a key column with a backtick in its name is left out (Delta 4.0's
+    Z-order cannot parse it back)."""
     if KEY_PROPERTY not in properties:
         return []
-    key = json.loads(properties[KEY_PROPERTY])
+    key = [k for k in json.loads(properties[KEY_PROPERTY]) if "`" not in k]
     fields = {f.name: f.dataType for f in table.toDF().schema.fields}
     store = fields.get("__key")
     if isinstance(store, T.StructType):
-        return [f"__key.{k}" for k in key if k in store.names]
-    return [k for k in key if k in fields]
+        return [f"__key.{sql.ident(k)}" for k in key if k in store.names]
+    return [sql.ident(k) for k in key if k in fields]
 
 
 def check_retention(retain_hours: float, force: bool = False) -> None:
@@ -276,7 +297,7 @@ def _session_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[Non
 def _vacuum(spark: SparkSession, path: str, name: str, retain_hours: float, dry_run: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"table": name, "retain_hours": retain_hours, "dry_run": dry_run}
     if dry_run:
-        rows = spark.sql(f"VACUUM delta.`{path}` RETAIN {retain_hours:.6f} HOURS DRY RUN").collect()
+        rows = spark.sql(f"VACUUM {sql.delta_path(path)} RETAIN {retain_hours:.6f} HOURS DRY RUN").collect()
         files = sorted(str(r["path"]).removeprefix("file:") for r in rows)
         return {**out, "files_deleted": 0, "files_to_delete": files}
     table = DeltaTable.forPath(spark, path)

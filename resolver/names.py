@@ -14,10 +14,11 @@ PostgreSQL too: an unquoted part is folded to lower case, a quoted one is kept a
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from resolver.errors import ConfigError
 
-__all__ = ["TableName", "qualified", "quote_part", "split_qualified"]
+__all__ = ["TableName", "qualified", "quote_part", "split_qualified", "split_schema_qualified"]
 
 _BARE = re.compile(r"[a-z_][a-z0-9_]*")
 
@@ -29,6 +30,7 @@ def quote_part(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+@lru_cache(maxsize=4096)  # the reader names every event's table
 def qualified(schema: str, table: str) -> str:
     """The qualified name of a table: ``public.orders``, ``public."Mixed Case"``, ``"a.b".c``."""
     return f"{quote_part(schema)}.{quote_part(table)}"
@@ -38,6 +40,20 @@ def split_qualified(text: str) -> tuple[str, str]:
     """``schema.table`` (parts quoted where they need it) -> (schema, table). An unquoted part is folded to
     lower case, as PostgreSQL does; a name without a schema is in ``public``. Raises ``ConfigError`` (one
     line) for text that is not a table name."""
+    parts = _parts(text)
+    return ("public", parts[0]) if len(parts) == 1 else (parts[0], parts[1])
+
+
+def split_schema_qualified(text: str) -> tuple[str, str]:
+    """``split_qualified`` for text that must name the schema (a schema file's ``table``)."""
+    parts = _parts(text)
+    if len(parts) != 2:
+        raise ConfigError(f"table name {text!r}: found no schema, expected schema.table such as public.orders")
+    return parts[0], parts[1]
+
+
+def _parts(text: str) -> list[str]:
+    """The one or two parts of a table name."""
     parts: list[str] = []
     i, n = 0, len(text)
     while True:
@@ -75,14 +91,12 @@ def split_qualified(text: str) -> tuple[str, str]:
         i += 1
         if i >= n:
             raise ConfigError(f"table name {text!r}: ends with '.', expected a table name after it")
-    if len(parts) == 1:
-        return "public", parts[0]
-    if len(parts) != 2:
+    if len(parts) > 2:
         raise ConfigError(
             f"table name {text!r}: found {len(parts)} dotted parts, expected schema.table (double-quote a "
             'part that holds a dot: "a.b".c)'
         )
-    return parts[0], parts[1]
+    return parts
 
 
 class TableName(str):

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from resolver.errors import ConfigError
+from resolver.lake import folder as table_folder
 from resolver.models import Format
 from resolver.pgtypes import spark_type
 from resolver.read import list_files, resolve_format
@@ -79,7 +80,7 @@ def write_schemas(schemas: dict[str, TableSchema], out: str | Path, overwrite: b
     root.mkdir(parents=True, exist_ok=True)
     written = []
     for table, schema in sorted(schemas.items()):
-        path = root / f"{table}.yaml"
+        path = root / f"{table_folder(table)}.yaml"
         if path.exists() and not overwrite:
             raise ConfigError(f"{path} exists (expected a new file; pass --overwrite to replace it)")
         path.write_text(render(schema), "utf-8")
@@ -126,6 +127,6 @@ def check_schemas(
 def _unknown(folder: str | Path, table: str, where: str, name: str, names: list[str]) -> str:
     hint = difflib.get_close_matches(name, names, n=1)
     return (
-        f"{Path(folder) / (table + '.yaml')}: {where}: found {name!r}, which is not a column of the lake's "
+        f"{Path(folder) / (table_folder(table) + '.yaml')}: {where}: found {name!r}, which is not a column of the lake's "
         f"{table}" + (f" (did you mean {hint[0]!r}?)" if hint else f" (columns: {', '.join(names)})")
     )

@@ -28,6 +28,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.window import WindowSpec
 
+from resolver import sql
 from resolver.explode import TableLayout
 
 __all__ = [
@@ -292,7 +293,7 @@ def _touches(changes: DataFrame, layout: TableLayout) -> DataFrame:
     ev = changes.dropDuplicates(seq)
     is_update = F.col("__op") == "update"
     ev = ev.withColumn("__move", is_update & ~F.col("__old_key").eqNullSafe(F.col("__key")))
-    carried = [F.col("__present"), *[F.col(c) for c in values]]
+    carried = [F.col("__present"), *[sql.col(c) for c in values]]
     no_values = [F.lit(None).cast("array<string>").alias("__present")] + [
         F.lit(None).cast(ev.schema[c].dataType).alias(c) for c in values
     ]
@@ -369,7 +370,7 @@ def _touches_in_place(changes: DataFrame, layout: TableLayout, by_key: WindowSpe
         F.lit(False).alias("__move"),
         F.lit(None).cast(layout.key_struct_type()).alias("__from"),
         F.when(produces, F.col("__present")).alias("__present"),
-        *layout.value_names,
+        *[sql.col(c) for c in layout.value_names],
         F.lit(1).alias("__tie"),
     )
     again = F.coalesce(F.lag(F.struct(*seq)).over(by_key) == F.struct(*seq), F.lit(False))
@@ -381,7 +382,7 @@ def _fill(c: str, layout: TableLayout, window: WindowSpec, since: Column | None 
     """Column ``c`` of an image: the last value of it carried up to this event in ``window`` (since
     ``since``, a ``(__lsn, __pos)`` struct, when given); a drop of the column in between voids it."""
     seq = ["__lsn", "__pos"]
-    held = F.struct(F.col(c).alias("v"), F.struct(*seq).alias("at"))
+    held = F.struct(sql.col(c).alias("v"), F.struct(*seq).alias("at"))
     last = F.last(F.when(F.array_contains("__present", c), held), ignorenulls=True).over(window)
     now = F.struct(*seq)
     void = F.lit(False) if since is None else F.coalesce(last.getField("at") < since, F.lit(True))
@@ -442,8 +443,8 @@ def collapse_untracked(versions: DataFrame, layout: TableLayout) -> DataFrame:
     ones'), like APPLY CHANGES' track-history column lists. A version after a gap (the row was deleted or
     moved away in between) or opened by a key change always stays its own."""
     key = list(layout.key)
-    by_key = Window.partitionBy(*key).orderBy("__start_lsn")
-    tracked = F.struct(*[F.col(c) for c in layout.track])
+    by_key = Window.partitionBy(*[sql.col(k) for k in key]).orderBy("__start_lsn")
+    tracked = F.struct(*[sql.col(c) for c in layout.track])
     prev = F.lag(F.struct(F.col("__end_lsn").alias("end"), tracked.alias("t"))).over(by_key)
     opens = (
         prev.isNull()
@@ -451,19 +452,19 @@ def collapse_untracked(versions: DataFrame, layout: TableLayout) -> DataFrame:
         | F.col("__moved_from").isNotNull()
         | ~prev.getField("t").eqNullSafe(tracked)
     )
-    whole = Window.partitionBy(*key).orderBy("__start_lsn").rowsBetween(Window.unboundedPreceding, 0)
+    whole = Window.partitionBy(*[sql.col(k) for k in key]).orderBy("__start_lsn").rowsBetween(Window.unboundedPreceding, 0)
     grouped = versions.withColumn("__grp", F.sum(opens.cast("int")).over(whole))
     first = ["__start_lsn", "__start_time", "__moved_from"]
     last = [c for c in versions.columns if c not in first]
     return (
-        grouped.groupBy(*[F.col(k).alias(f"__g_{k}") for k in key], "__grp")
+        grouped.groupBy(*[sql.col(k).alias(f"__g_{k}") for k in key], "__grp")
         .agg(
             F.min_by(F.struct(*first), F.col("__start_lsn")).alias("__first"),
             F.max_by(F.struct(*last), F.col("__start_lsn")).alias("__last"),
         )
         .select(
             *[
-                F.col(f"__first.{c}").alias(c) if c in first else F.col(f"__last.`{c}`").alias(c)
+                sql.col("__first", c).alias(c) if c in first else sql.col("__last", c).alias(c)
                 for c in versions.columns
             ]
         )

@@ -35,10 +35,18 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from resolver import delta
+from resolver import delta, sql
 from resolver.errors import ConfigError
 from resolver.evolution import TypeChange, evolve_type
 from resolver.explode import Column_, TableLayout, explode_events
+from resolver.lake import (  # the paths are re-exported: tests and bench import them from here
+    TABLE_PROPERTY,
+    changes_path,
+    history_path,
+    pending_truncates_path,
+    schema_log_path,
+    snapshot_path,
+)
 from resolver.models import TableSummary
 from resolver.pgtypes import spark_type
 from resolver.pipeline import TableSettings
@@ -88,28 +96,6 @@ _TECH_HISTORY = [
     ("__is_current", "boolean"),
     ("__is_deleted", "boolean"),
 ]
-
-
-def snapshot_path(lake: str, table: str) -> str:
-    return delta.table_path(lake, f"silver/{table}")
-
-
-def history_path(lake: str, table: str) -> str:
-    return delta.table_path(lake, f"silver/{table}__history")
-
-
-def changes_path(lake: str, table: str) -> str:
-    return delta.table_path(lake, f"_resolver/changes/{table}")
-
-
-def schema_log_path(lake: str) -> str:
-    """Every schema change the lake made: per table, version, change, column, types and commit LSN."""
-    return delta.table_path(lake, "_resolver/schema_log")
-
-
-def pending_truncates_path(lake: str) -> str:
-    """Truncates of tables the lake does not know the columns of yet (kept until their first rows come)."""
-    return delta.table_path(lake, "_resolver/pending_truncates")
 
 
 _PENDING_SCHEMA = T.StructType(
@@ -459,7 +445,7 @@ def _write_schema_log(spark: SparkSession, lake: str, rows: list[dict[str, Any]]
         spark, schema_log_path(lake), SCHEMA_LOG_SCHEMA, {"delta.appendOnly": "true"}, "schema changes"
     )
     keys = ("table", "version", "change", "column")
-    condition = " AND ".join(f"t.`{k}` = s.`{k}`" for k in keys)
+    condition = " AND ".join(f"t.{sql.ident(k)} = s.{sql.ident(k)}" for k in keys)
     with _SCHEMA_LOG_LOCK:
         delta.insert_new(target, spark.createDataFrame(data, SCHEMA_LOG_SCHEMA), condition)
 
@@ -886,6 +872,8 @@ def _tables(
         KEY_PROPERTY: json.dumps(list(layout.key)),
         KEY_SOURCE_PROPERTY: layout.key_source,
         SCHEMA_VERSION_PROPERTY: layout.extra.get("version", "0"),
+        TABLE_PROPERTY: layout.table,
+        **delta.properties_for_names(c.name for c in layout.columns),
     }
     store_schema = T.StructType(
         [
@@ -949,9 +937,11 @@ def _tables(
         changed = [f for f in source.fields if f.name not in have or have[f.name] != f.dataType]
         if any(isinstance(f.dataType, T.TimestampNTZType) for f in changed):
             _set_properties(spark, path, {"delta.feature.timestampNtz": "supported"})
+        if new and delta.properties_for_names(f.name for f in new):
+            _set_properties(spark, path, delta.properties_for_names(f.name for f in new))
         if new:
-            spec = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in new)
-            spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS ({spec})")
+            spec = ", ".join(f"{sql.ident(f.name)} {f.dataType.simpleString()}" for f in new)
+            spark.sql(f"ALTER TABLE {sql.delta_path(path)} ADD COLUMNS ({spec})")
         widened = _widen(spark, path, have, source, layout)
         if new or widened:
             table = DeltaTable.forPath(spark, path)
@@ -967,18 +957,17 @@ def _rename(spark: SparkSession, path: str, have: set[str], layout: TableLayout)
     todo = [(old, new) for old, new in layout.renames if old in have and new not in have]
     if not todo:
         return False
-    _set_properties(
-        spark,
-        path,
-        {"delta.columnMapping.mode": "name", "delta.minReaderVersion": "2", "delta.minWriterVersion": "5"},
-    )
+    _set_properties(spark, path, delta.COLUMN_MAPPING)
     for old, new in todo:
         log.warning("%s: renaming column %s to %s (renamed_from in its schema file)", path, old, new)
-        spark.sql(f"ALTER TABLE delta.`{path}` RENAME COLUMN `{old}` TO `{new}`")
+        spark.sql(f"ALTER TABLE {sql.delta_path(path)} RENAME COLUMN {sql.ident(old)} TO {sql.ident(new)}")
         if new in layout.key:
             for struct in ("__key", "__old_key", "__moved_from", "__moved_to"):
                 if struct in have:
-                    spark.sql(f"ALTER TABLE delta.`{path}` RENAME COLUMN `{struct}`.`{old}` TO `{new}`")
+                    spark.sql(
+                        f"ALTER TABLE {sql.delta_path(path)} RENAME COLUMN {sql.ident(struct)}.{sql.ident(old)} "
+                        f"TO {sql.ident(new)}"
+                    )
     return True
 
 
@@ -990,10 +979,10 @@ def _widen(
     alters = []
     for f in source.fields:
         if f.name in have and have[f.name] != f.dataType:
-            alters.append((f"`{f.name}`", f.dataType))
+            alters.append((sql.ident(f.name), f.dataType))
             if f.name in layout.key:
                 alters += [
-                    (f"`{s}`.`{f.name}`", f.dataType)
+                    (f"{sql.ident(s)}.{sql.ident(f.name)}", f.dataType)
                     for s in ("__key", "__old_key", "__moved_from", "__moved_to")
                     if s in have
                 ]
@@ -1002,7 +991,7 @@ def _widen(
     _set_properties(spark, path, {"delta.enableTypeWidening": "true"})
     for column, typ in alters:
         log.info("%s: widening %s to %s", path, column, typ.simpleString())
-        spark.sql(f"ALTER TABLE delta.`{path}` ALTER COLUMN {column} TYPE {typ.simpleString()}")
+        spark.sql(f"ALTER TABLE {sql.delta_path(path)} ALTER COLUMN {column} TYPE {typ.simpleString()}")
     return True
 
 
@@ -1041,7 +1030,7 @@ def _apply_table(
         rows = explode_events(events, layout).localCheckpoint(eager=True)
     seq = ["__lsn", "__pos"]
     store_cols = store.toDF().columns
-    batch = rows.dropDuplicates(seq).select(*store_cols)
+    batch = rows.dropDuplicates(seq).select(*[sql.col(c) for c in store_cols])
     adopted = False
     if not layout.extra["key"]:  # a new table: truncates that came before its first rows
         pending = _pending_truncates(spark, lake, name, store.toDF().schema)
@@ -1143,13 +1132,13 @@ def _apply_table(
         rounds += jump_rounds
         if layout.track:
             versions = collapse_untracked(versions, layout)
-        versions = versions.withColumn("__kh", _key_hash(F.struct(*layout.key))).localCheckpoint(eager=True)
+        versions = versions.withColumn("__kh", _key_hash(F.struct(*[sql.col(k) for k in layout.key]))).localCheckpoint(eager=True)
 
     def of_affected(table: DeltaTable) -> DataFrame:
         df = table.toDF()
         for bound in _range_sql(ranges, ""):
             df = df.filter(bound)
-        df = df.withColumn("__kh", _key_hash(F.struct(*layout.key)))
+        df = df.withColumn("__kh", _key_hash(F.struct(*[sql.col(k) for k in layout.key])))
         if affected is not None:
             df = df.join(affected, F.col("__kh") == F.col("node"), "left_semi")
         return df
@@ -1165,11 +1154,11 @@ def _apply_table(
             ).localCheckpoint(eager=True)
     if snapshot is not None:
         s_cols = snapshot.toDF().columns
-        current = versions.filter("__is_current").select("__kh", *s_cols)
+        current = versions.filter("__is_current").select("__kh", *[sql.col(c) for c in s_cols])
         # the snapshot itself, not the history's open versions: a run killed between the two MERGEs
         # leaves them apart, and only a diff against the snapshot's own rows completes it
         with _step(name, "read snapshot"):
-            was_current = of_affected(snapshot).select("__kh", *s_cols)
+            was_current = of_affected(snapshot).select("__kh", *[sql.col(c) for c in s_cols])
         with _step(name, "diff snapshot"):
             snap_changes = _diff(current, was_current, s_cols, ["__kh"], list(layout.key)).localCheckpoint(
                 eager=True
@@ -1325,7 +1314,7 @@ def _pending_truncates(spark: SparkSession, lake: str, table: str, store: T.Stru
     given = {f.name for f in _PENDING_SCHEMA.fields}
     return rows.select(
         *[
-            F.col(f.name)
+            sql.col(f.name)
             if f.name in given
             else F.lit("truncate").alias(f.name)
             if f.name == "__op"
@@ -1369,7 +1358,7 @@ def _rekey(
         layout.key_source,
     )
     key_t = layout.key_struct_type()
-    new_key = F.struct(*[F.col(k).cast(key_t[k].dataType).alias(k) for k in layout.key])
+    new_key = F.struct(*[sql.col(k).cast(key_t[k].dataType).alias(k) for k in layout.key])
     old_image = F.struct(
         *[
             (F.col("__old_key").getField(k) if k in old_key else F.lit(None)).cast(key_t[k].dataType).alias(k)
@@ -1399,16 +1388,16 @@ def _rekey(
 
 
 def _set_properties(spark: SparkSession, path: str, props: dict[str, str]) -> None:
-    spec = ", ".join(f"'{k}' = '{v.replace(chr(39), chr(92) + chr(39))}'" for k, v in props.items())
-    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({spec})")
+    spec = ", ".join(f"{sql.string(k)} = {sql.string(v)}" for k, v in props.items())
+    spark.sql(f"ALTER TABLE {sql.delta_path(path)} SET TBLPROPERTIES ({spec})")
 
 
 def _diff(new: DataFrame, old: DataFrame, cols: list[str], join_on: list[str], key: list[str]) -> DataFrame:
     """Rows to insert, update or delete so that ``old`` becomes ``new`` (``__action`` says which);
     identical rows are left out. Rows match on ``join_on`` plus null-safe equality of ``key``."""
     n, o = (
-        new.select(*join_on, *[c for c in cols if c not in join_on]),
-        old.select(*join_on, *[c for c in cols if c not in join_on]),
+        new.select(*[sql.col(c) for c in join_on], *[sql.col(c) for c in cols if c not in join_on]),
+        old.select(*[sql.col(c) for c in join_on], *[sql.col(c) for c in cols if c not in join_on]),
     )
     cond = [n[c] == o[c] for c in join_on] + [n[c].eqNullSafe(o[c]) for c in key if c not in join_on]
     joined = n.alias("n").join(o.alias("o"), cond, "full_outer")
@@ -1416,9 +1405,9 @@ def _diff(new: DataFrame, old: DataFrame, cols: list[str], join_on: list[str], k
     has_o = F.col("o.__start_lsn").isNotNull()
     same = F.lit(True)
     for c in cols:
-        same = same & F.col(f"n.`{c}`").eqNullSafe(F.col(f"o.`{c}`"))
+        same = same & sql.col("n", c).eqNullSafe(sql.col("o", c))
     action = F.when(has_n & ~has_o, "insert").when(~has_n & has_o, "delete").when(~same, "update")
-    picked = [F.when(has_n, F.col(f"n.`{c}`")).otherwise(F.col(f"o.`{c}`")).alias(c) for c in cols]
+    picked = [F.when(has_n, sql.col("n", c)).otherwise(sql.col("o", c)).alias(c) for c in cols]
     return joined.select(*picked, action.alias("__action")).filter(F.col("__action").isNotNull())
 
 
@@ -1464,8 +1453,8 @@ def _merge(
     there are none, by the changes' own key range (``_key_bounds``), as literals Delta can skip files with
     (a join condition alone prunes nothing)."""
     bounds = _range_sql(ranges, "t.") if ranges else _key_bounds(changes, key)
-    on = " AND ".join([*bounds, *[f"t.`{k}` <=> s.`{k}`" for k in key]])
-    values: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in cols}
+    on = " AND ".join([*bounds, *[f"t.{sql.ident(k)} <=> s.{sql.ident(k)}" for k in key]])
+    values: dict[str, str | Column] = {sql.ident(c): f"s.{sql.ident(c)}" for c in cols}
     (
         target.alias("t")
         .merge(changes.alias("s"), on)
@@ -1500,9 +1489,9 @@ def _key_ranges(df: DataFrame, key: Sequence[str]) -> list[KeyRange]:
         agg
         for i, k in enumerate(bounded)
         for agg in (
-            F.min(k).alias(f"lo{i}"),
-            F.max(k).alias(f"hi{i}"),
-            F.max(F.col(k).isNull()).alias(f"null{i}"),
+            F.min(sql.col(k)).alias(f"lo{i}"),
+            F.max(sql.col(k)).alias(f"hi{i}"),
+            F.max(sql.col(k).isNull()).alias(f"null{i}"),
         )
     ]
     row = df.agg(*aggs).first()
@@ -1515,8 +1504,8 @@ def _range_sql(ranges: list[KeyRange], prefix: str) -> list[str]:
     """One condition per range, on the column ``prefix`` + its name (``t.``, ``__key.``)."""
     out = []
     for k, lo, hi, nulls in ranges:
-        name = prefix + "`" + k.replace("`", "``") + "`"
-        parts = [f"{name} BETWEEN {_literal(lo)} AND {_literal(hi)}"] if lo is not None else []
+        name = prefix + sql.ident(k)
+        parts = [f"{name} BETWEEN {sql.literal(lo)} AND {sql.literal(hi)}"] if lo is not None else []
         if nulls:
             parts.append(f"{name} IS NULL")
         out.append("(" + " OR ".join(parts) + ")")
@@ -1530,15 +1519,6 @@ def _keys_of(changes: DataFrame, key: Sequence[str]) -> DataFrame:
         for s in ("__key", "__old_key")
     )
     return new.union(old)
-
-
-def _literal(value: Any) -> str:
-    """A key value as a Spark SQL literal (the types of ``_BOUNDED``)."""
-    if isinstance(value, str):
-        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    if isinstance(value, int):
-        return str(value)
-    return f"DATE'{value.isoformat()}'"
 
 
 def _bad_values(rows: DataFrame, layout: TableLayout) -> DataFrame:

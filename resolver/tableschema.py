@@ -27,6 +27,8 @@ from pathlib import Path
 from pydantic import Field, field_validator, model_validator
 
 from resolver.errors import ConfigError
+from resolver.lake import folder as table_folder
+from resolver.names import qualified, split_schema_qualified
 from resolver.models import ResolverModel
 from resolver.policy import Policy, check_unsafe_type_policy
 from resolver.yamlconfig import parse_yaml
@@ -84,7 +86,7 @@ class ColumnSpec(ResolverModel):
 class TableSchema(ResolverModel):
     """A table's schema file."""
 
-    table: str = Field(pattern=r"^[^.]+\..+$", description="<schema>.<table>")
+    table: str = Field(description="schema.table, parts double-quoted where PostgreSQL needs it: public.\"Mixed Case\"")
     primary_key: list[str] | None = Field(
         default=None, min_length=1, description="Key columns (default: the stream's)"
     )
@@ -99,6 +101,11 @@ class TableSchema(ResolverModel):
         description="What a column type the lake cannot widen to does: fail or quarantine "
         "(default: the run's)",
     )
+
+    @field_validator("table")
+    @classmethod
+    def _table_name(cls, value: str) -> str:
+        return qualified(*split_schema_qualified(value))  # a ConfigError is a ValueError: reported on the field
 
     @field_validator("unsafe_type_change")
     @classmethod
@@ -162,10 +169,10 @@ def load_schemas(folder: str | Path) -> dict[str, TableSchema]:
     schemas: dict[str, TableSchema] = {}
     for path in sorted(_yaml_files(root.iterdir())):
         schema = parse_schema(path.read_text("utf-8"), str(path))
-        if path.stem != schema.table:
+        if path.stem != table_folder(schema.table):
             raise ConfigError(
                 f"{path}: table is {schema.table!r} but the file is named {path.name!r} "
-                f"(expected {schema.table}.yaml)"
+                f"(expected {table_folder(schema.table)}.yaml)"
             )
         schemas[schema.table] = schema
     return schemas

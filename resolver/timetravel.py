@@ -21,8 +21,10 @@ from datetime import UTC, datetime, timedelta
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from resolver import sql
 from resolver.errors import ConfigError
-from resolver.silver import history_path, snapshot_path
+from resolver.lake import HISTORY, history_path, silver_tables, snapshot_path
+from resolver.names import TableName
 from resolver.wal2json import format_lsn, parse_lsn
 
 __all__ = ["Point", "as_of", "history_table", "history_tables", "point"]
@@ -31,7 +33,6 @@ MAX_LSN = 2**63 - 1
 """``__end_lsn`` of an open version: the largest LSN the lake can hold."""
 _LSN_TEXT = re.compile(r"[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_HISTORY = "__history"
 
 
 @dataclass(frozen=True)
@@ -109,19 +110,14 @@ def _time(value: datetime | str) -> datetime:
 
 def history_tables(lake: str) -> list[str]:
     """The source tables (``<schema>.<table>``) whose history the lake keeps, sorted (no Spark)."""
-    root = os.path.join(os.path.abspath(lake), "silver")
-    names = sorted(os.listdir(root)) if os.path.isdir(root) else []
-    return [
-        n[: -len(_HISTORY)]
-        for n in names
-        if n.endswith(_HISTORY) and os.path.isdir(os.path.join(root, n, "_delta_log"))
-    ]
+    return sorted(table for name, table in silver_tables(lake).items() if name.endswith(HISTORY))
 
 
 def history_table(lake: str, table: str) -> str:
     """The path of ``table``'s history table in ``lake``; ``ConfigError`` (one line, with the lake's tables
-    and a "did you mean") when there is none. Looks at the file system only (no Spark)."""
-    path = history_path(lake, table)
+    and a "did you mean") when there is none. ``table`` is named as PostgreSQL does (``public."Mixed Case"``).
+    Looks at the file system only (no Spark)."""
+    path = history_path(lake, TableName(table))
     if os.path.isdir(os.path.join(path, "_delta_log")):
         return path
     if not os.path.isdir(lake):
@@ -134,7 +130,7 @@ def history_table(lake: str, table: str) -> str:
             f"table {table}: lake {lake} has no history table (silver/<schema>.<table>__history), "
             "expected a lake written by resolver ingest or resolver run"
         )
-    if os.path.isdir(os.path.join(snapshot_path(lake, table), "_delta_log")):
+    if os.path.isdir(os.path.join(snapshot_path(lake, TableName(table)), "_delta_log")):
         raise ConfigError(
             f"table {table} has a snapshot but no history in lake {lake} (its outputs leave the history "
             f"out), expected one of {', '.join(known)}"
@@ -178,4 +174,4 @@ def as_of(
     at = point(time=time, lsn=lsn)
     history = spark.read.format("delta").load(history_table(lake, table))
     columns = [c for c in history.columns if not c.startswith("__")] + ["__start_lsn", "__start_time"]
-    return history.filter(at.live()).select(*columns)
+    return history.filter(at.live()).select(*[sql.col(c) for c in columns])

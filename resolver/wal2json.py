@@ -41,6 +41,7 @@ from typing import Any, BinaryIO, NamedTuple
 import fastjsonschema
 
 from resolver.models import Format
+from resolver.names import qualified
 
 __all__ = [
     "DETECT_LINES",
@@ -442,7 +443,7 @@ def _base(source_file: str, line: int, table: str | None, op: str) -> dict[str, 
 
 
 def _qualified(rec: dict[str, Any]) -> str:
-    return f"{rec.get('schema', 'public')}.{rec['table']}"
+    return qualified(rec.get("schema", "public"), rec["table"])
 
 
 # format-version 1 ------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ SLOW = (
     "tests/test_evolution_differential.py",
     "tests/test_ingest.py",
     "tests/test_maintenance.py",
+    "tests/test_names_pg.py",
     "tests/test_readme.py",
     "tests/test_resolve_properties.py",
     "tests/test_run.py",

@@ -1,0 +1,160 @@
+"""Where everything lives in a lake: the folder of each source table, the resolver's own tables. No Spark.
+
+A source table is named the way PostgreSQL writes it (``resolver.names``: ``public.orders``,
+``public."Mixed Case"``); any identifier is legal there, slashes, ``..``, quotes and all. Its folder name
+is an encoding of that name, one-to-one and always a single path component inside the lake:
+
+* each part (schema, table) keeps the characters ``a-z 0-9 _ -`` as they are and writes every other UTF-8
+  byte as ``~`` and two upper-case hex digits: ``public.orders`` -> ``public.orders``,
+  ``public."Mixed Case"`` -> ``public.~4Dixed~20~43ase``, ``public."x/../y"`` -> ``public.x~2F~2E~2E~2Fy``,
+  ``"a.b".c`` -> ``a~2Eb.c`` (while ``a."b.c"`` -> ``a.b~2Ec``);
+* the folder is ``<schema>.<table>``; the history table is that folder plus ``__history``, so a table
+  whose own name ends in ``__history`` has the ``_`` before ``_history`` written ``~5F``
+  (``public.orders__history`` -> ``public.orders_~5Fhistory``, never the history of ``public.orders``);
+* a name whose folder would pass ``MAX_FOLDER`` bytes keeps a readable prefix, then ``~~`` and 16 hex digits
+  of the SHA-256 of the qualified name; such a folder cannot be decoded from its name, and every table
+  the resolver creates carries its name in the table property ``resolver.table`` (``TABLE_PROPERTY``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+
+from resolver.names import qualified, split_qualified
+
+__all__ = [
+    "HISTORY",
+    "MAX_FOLDER",
+    "TABLE_PROPERTY",
+    "changes_path",
+    "folder",
+    "history_path",
+    "inside",
+    "pending_truncates_path",
+    "schema_log_path",
+    "silver_tables",
+    "snapshot_path",
+    "table_of",
+]
+
+HISTORY = "__history"
+TABLE_PROPERTY = "resolver.table"
+#: Longest folder name written as is (file systems allow 255 bytes; ``__history`` and Delta's own names
+#: must still fit beside it).
+MAX_FOLDER = 200
+_KEEP = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _encode(part: str) -> str:
+    out = "".join(chr(b) if b in _KEEP else f"~{b:02X}" for b in part.encode("utf-8"))
+    if out.endswith(HISTORY):  # keep the history suffix unambiguous
+        out = out[: -len(HISTORY)] + "_~5F" + HISTORY[2:]
+    return out
+
+
+_ESCAPED = re.compile(r"(?:[a-z0-9_-]|~[0-9A-F]{2})*")
+
+
+def _decode(part: str) -> str:
+    """The inverse of ``_encode``; ValueError for text it never writes."""
+    if not _ESCAPED.fullmatch(part):
+        raise ValueError(part)
+    raw = bytearray()
+    i = 0
+    while i < len(part):
+        if part[i] == "~":
+            raw.append(int(part[i + 1 : i + 3], 16))
+            i += 3
+        else:
+            raw.append(ord(part[i]))
+            i += 1
+    return raw.decode("utf-8")
+
+
+def folder(table: str) -> str:
+    """The folder name of a source table (``schema.table`` as ``resolver.names`` writes it)."""
+    schema, name = split_qualified(table)
+    out = f"{_encode(schema)}.{_encode(name)}"
+    if len(out) > MAX_FOLDER:
+        digest = hashlib.sha256(qualified(schema, name).encode("utf-8")).hexdigest()[:16]
+        cut = out[: MAX_FOLDER - 18]
+        cut = cut[: cut.rfind("~")] if "~" in cut[-2:] else cut  # never half an escape
+        out = f"{cut}~~{digest}"
+    return out
+
+
+def table_of(name: str) -> str | None:
+    """The source table of a folder name (the inverse of ``folder``); None for a hashed (long) name or a
+    folder that no source table has (``resolver.table`` then tells)."""
+    if "~~" in name or name.count(".") != 1:
+        return None
+    schema, table = name.split(".")
+    try:
+        return qualified(_decode(schema), _decode(table))
+    except (ValueError, UnicodeDecodeError, IndexError):
+        return None
+
+
+def inside(lake: str, *parts: str) -> str:
+    """``lake/parts…`` as an absolute path, refused unless it lies strictly inside the lake."""
+    root = os.path.abspath(lake)
+    path = os.path.abspath(os.path.join(root, *parts))
+    if os.path.commonpath([root, path]) != root or path == root:
+        raise ValueError(f"{path!r} is not inside the lake {root!r}")
+    return path
+
+
+def snapshot_path(lake: str, table: str) -> str:
+    """``silver/<folder>``: the table as it is (SCD1)."""
+    return inside(lake, "silver", folder(table))
+
+
+def history_path(lake: str, table: str) -> str:
+    """``silver/<folder>__history``: every version of every row (SCD2)."""
+    return inside(lake, "silver", folder(table) + HISTORY)
+
+
+def changes_path(lake: str, table: str) -> str:
+    """``_resolver/changes/<folder>``: the table's events, typed (the resolver's own state)."""
+    return inside(lake, "_resolver", "changes", folder(table))
+
+
+def schema_log_path(lake: str) -> str:
+    """Every schema change the lake made: per table, version, change, column, types and commit LSN."""
+    return inside(lake, "_resolver", "schema_log")
+
+
+def pending_truncates_path(lake: str) -> str:
+    """Truncates of tables the lake does not know the columns of yet (kept until their first rows come)."""
+    return inside(lake, "_resolver", "pending_truncates")
+
+
+def silver_tables(lake: str) -> dict[str, str]:
+    """Every Delta table of ``lake/silver`` by folder name -> the source table it belongs to (snapshots and
+    histories alike: a folder ending in ``__history`` is a history). Decoded from the folder name, or read
+    from the table's ``resolver.table`` property for a hashed one. No Spark."""
+    root = os.path.join(os.path.abspath(lake), "silver")
+    out = {}
+    for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        log = os.path.join(root, name, "_delta_log")
+        if not os.path.isdir(log):
+            continue
+        table = table_of(name.removesuffix(HISTORY)) or _named_in_log(log)
+        if table is not None:
+            out[name] = table
+    return out
+
+
+def _named_in_log(log: str) -> str | None:
+    """The ``resolver.table`` property of a table, from the metadata its commit files carry."""
+    for name in sorted(n for n in os.listdir(log) if n.endswith(".json")):
+        with open(os.path.join(log, name), encoding="utf-8") as f:
+            for line in f:
+                if '"metaData"' in line:
+                    conf = json.loads(line)["metaData"].get("configuration", {})
+                    if TABLE_PROPERTY in conf:
+                        return str(conf[TABLE_PROPERTY])
+    return None
