@@ -49,7 +49,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> d
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     as_of.add_argument("--lake", required=True, metavar="DIR", help="lake folder")
-    as_of.add_argument("--table", required=True, metavar="T", help='source table as PostgreSQL names it: public.orders, public."Mixed Case"')
+    as_of.add_argument(
+        "--table",
+        required=True,
+        metavar="T",
+        help='source table as PostgreSQL names it: public.orders, public."Mixed Case"',
+    )
     when = as_of.add_mutually_exclusive_group(required=True)
     when.add_argument(
         "--time", metavar="TS", help="commit time, ISO; UTC unless it has an offset ('2026-11-21 16:30:12')"
@@ -130,9 +135,9 @@ def _tables(parser: argparse.ArgumentParser) -> None:
         action="extend",
         nargs="+",
         metavar="T",
-        help='a source table as PostgreSQL names it (public.orders, public."Mixed Case": its snapshot, history '
-        "and change store) or a table's path in the lake, such as bronze/change_events; repeatable (default: "
-        "every Delta table of the lake)",
+        help='a source table as PostgreSQL names it (public.orders, public."Mixed Case": its snapshot, '
+        "history and change store) or a table's path in the lake, such as bronze/change_events; "
+        "repeatable (default: every Delta table of the lake)",
     )
 
 
@@ -172,7 +177,9 @@ def _as_of(args: argparse.Namespace) -> int:
         writer.format(fmt).save(args.out)
         print(f"wrote {total} row(s) of {args.table} as of {at} to {args.out} ({fmt})")
     else:
-        shown = _text_rows(rows.orderBy(*[sql.col(k) for k in _key(spark, path, rows.columns)]).limit(args.limit))
+        shown = _text_rows(
+            rows.orderBy(*[sql.col(k) for k in _key(spark, path, rows.columns)]).limit(args.limit)
+        )
         for line in _render(rows.columns, shown):
             print(line)
         more = f"; {len(shown)} shown (--limit {args.limit})" if len(shown) < total else ""

@@ -1,8 +1,8 @@
 """The only module that writes to the lake: table creation and the merges.
 
 Lake layout under the lake folder (``../shared/DESIGN.md``): ``bronze/change_events``, ``quarantine``,
-``silver/<table folder>``, ``silver/<table folder>__history``, and ``_resolver/`` for our own state (the folder
-of a source table: ``resolver.lake``).
+``silver/<table folder>``, ``silver/<table folder>__history``, and ``_resolver/`` for our own state (the
+folder of a source table: ``resolver.lake``).
 """
 
 from __future__ import annotations
@@ -17,14 +17,27 @@ from pyspark.sql import types as T
 
 from resolver import sql
 
-__all__ = ["BRONZE", "COLUMN_MAPPING", "QUARANTINE", "NO_CHANGE_FEED", "ensure_table", "insert_new", "properties_for_names", "table_path"]
+__all__ = [
+    "BRONZE",
+    "COLUMN_MAPPING",
+    "QUARANTINE",
+    "NO_CHANGE_FEED",
+    "ensure_table",
+    "insert_new",
+    "properties_for_names",
+    "table_path",
+]
 
 BRONZE = "bronze/change_events"
 QUARANTINE = "quarantine"
 
 
 #: Delta column mapping by name: what a table needs to hold columns whose names Delta refuses otherwise.
-COLUMN_MAPPING = {"delta.columnMapping.mode": "name", "delta.minReaderVersion": "2", "delta.minWriterVersion": "5"}
+COLUMN_MAPPING = {
+    "delta.columnMapping.mode": "name",
+    "delta.minReaderVersion": "2",
+    "delta.minWriterVersion": "5",
+}
 _NEEDS_MAPPING = frozenset(" ,;{}()\n\t=")
 
 

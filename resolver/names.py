@@ -48,7 +48,9 @@ def split_schema_qualified(text: str) -> tuple[str, str]:
     """``split_qualified`` for text that must name the schema (a schema file's ``table``)."""
     parts = _parts(text)
     if len(parts) != 2:
-        raise ConfigError(f"table name {text!r}: found no schema, expected schema.table such as public.orders")
+        raise ConfigError(
+            f"table name {text!r}: found no schema, expected schema.table such as public.orders"
+        )
     return parts[0], parts[1]
 
 
@@ -72,7 +74,7 @@ def _parts(text: str) -> list[str]:
                 break
             part = "".join(buf)
             if not part:
-                raise ConfigError(f"table name {text!r}: an empty quoted name \"\" is not a name")
+                raise ConfigError(f'table name {text!r}: an empty quoted name "" is not a name')
             parts.append(part)
         else:
             k = text.find(".", i)

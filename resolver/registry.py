@@ -1,11 +1,12 @@
 """The schema registry: ``resolver schemas infer`` and ``resolver schemas check`` (docs/schema-evolution.md).
 
 ``infer`` reads wal2json files (of the format given, or the one their heads show) with the pure-Python
-reader (no Spark) and writes one ``<schema>.<table>.yaml`` per table: every column in the order it first
-appeared, its PostgreSQL type and the Spark type the lake gives it, and the primary key the stream reports (or its replica identity). The
-files are meant to be read, edited and kept in version control; ``--schemas DIR`` then makes them the
-contract. ``check`` validates a folder of them and, given a lake, that every column, key and
-``renamed_from`` name they mention is one the lake knows, with a "did you mean" when it is not.
+reader (no Spark) and writes one ``<folder>.yaml`` per table (its folder name in the lake, ``resolver.lake``:
+``public.orders.yaml``): every column in the order it first appeared, its PostgreSQL type and the Spark type
+the lake gives it, and the primary key the stream reports (or its replica identity). The files are meant
+to be read, edited and kept in version control; ``--schemas DIR`` then makes them the contract. ``check``
+validates a folder of them and, given a lake, that every column, key and ``renamed_from`` name they mention
+is one the lake knows, with a "did you mean" when it is not.
 """
 
 from __future__ import annotations
@@ -127,6 +128,7 @@ def check_schemas(
 def _unknown(folder: str | Path, table: str, where: str, name: str, names: list[str]) -> str:
     hint = difflib.get_close_matches(name, names, n=1)
     return (
-        f"{Path(folder) / (table_folder(table) + '.yaml')}: {where}: found {name!r}, which is not a column of the lake's "
-        f"{table}" + (f" (did you mean {hint[0]!r}?)" if hint else f" (columns: {', '.join(names)})")
+        f"{Path(folder) / (table_folder(table) + '.yaml')}: {where}: found {name!r}, which is not a "
+        f"column of the lake's {table}"
+        + (f" (did you mean {hint[0]!r}?)" if hint else f" (columns: {', '.join(names)})")
     )

@@ -452,7 +452,11 @@ def collapse_untracked(versions: DataFrame, layout: TableLayout) -> DataFrame:
         | F.col("__moved_from").isNotNull()
         | ~prev.getField("t").eqNullSafe(tracked)
     )
-    whole = Window.partitionBy(*[sql.col(k) for k in key]).orderBy("__start_lsn").rowsBetween(Window.unboundedPreceding, 0)
+    whole = (
+        Window.partitionBy(*[sql.col(k) for k in key])
+        .orderBy("__start_lsn")
+        .rowsBetween(Window.unboundedPreceding, 0)
+    )
     grouped = versions.withColumn("__grp", F.sum(opens.cast("int")).over(whole))
     first = ["__start_lsn", "__start_time", "__moved_from"]
     last = [c for c in versions.columns if c not in first]

@@ -83,5 +83,6 @@ def check_runtime(requirements: tuple[Requirement, ...] = ARROW_PACKAGES) -> Non
         if problem is not None:
             raise ConfigError(
                 f"{problem}, expected {req.package}{req.spec()} ({req.why}): "
-                f'pip install "{req.package}{req.spec()}", or install pg-change-resolver[spark] for a local Spark'
+                f'pip install "{req.package}{req.spec()}", or install pg-change-resolver[spark] for a local '
+                "Spark"
             )

@@ -50,7 +50,6 @@ def local_session(app_name: str = "resolver", master: str = "local[2]", **conf: 
 
     check_runtime(SPARK_PACKAGES + ARROW_PACKAGES)  # one clear line instead of an import error in a task
     from delta import configure_spark_with_delta_pip
-
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name).master(master)

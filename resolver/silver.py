@@ -965,8 +965,8 @@ def _rename(spark: SparkSession, path: str, have: set[str], layout: TableLayout)
             for struct in ("__key", "__old_key", "__moved_from", "__moved_to"):
                 if struct in have:
                     spark.sql(
-                        f"ALTER TABLE {sql.delta_path(path)} RENAME COLUMN {sql.ident(struct)}.{sql.ident(old)} "
-                        f"TO {sql.ident(new)}"
+                        f"ALTER TABLE {sql.delta_path(path)} RENAME COLUMN "
+                        f"{sql.ident(struct)}.{sql.ident(old)} TO {sql.ident(new)}"
                     )
     return True
 
@@ -1132,7 +1132,9 @@ def _apply_table(
         rounds += jump_rounds
         if layout.track:
             versions = collapse_untracked(versions, layout)
-        versions = versions.withColumn("__kh", _key_hash(F.struct(*[sql.col(k) for k in layout.key]))).localCheckpoint(eager=True)
+        versions = versions.withColumn(
+            "__kh", _key_hash(F.struct(*[sql.col(k) for k in layout.key]))
+        ).localCheckpoint(eager=True)
 
     def of_affected(table: DeltaTable) -> DataFrame:
         df = table.toDF()

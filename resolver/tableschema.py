@@ -28,8 +28,8 @@ from pydantic import Field, field_validator, model_validator
 
 from resolver.errors import ConfigError
 from resolver.lake import folder as table_folder
-from resolver.names import qualified, split_schema_qualified
 from resolver.models import ResolverModel
+from resolver.names import qualified, split_schema_qualified
 from resolver.policy import Policy, check_unsafe_type_policy
 from resolver.yamlconfig import parse_yaml
 
@@ -86,7 +86,9 @@ class ColumnSpec(ResolverModel):
 class TableSchema(ResolverModel):
     """A table's schema file."""
 
-    table: str = Field(description="schema.table, parts double-quoted where PostgreSQL needs it: public.\"Mixed Case\"")
+    table: str = Field(
+        description='schema.table, parts double-quoted where PostgreSQL needs it: public."Mixed Case"'
+    )
     primary_key: list[str] | None = Field(
         default=None, min_length=1, description="Key columns (default: the stream's)"
     )
@@ -105,7 +107,9 @@ class TableSchema(ResolverModel):
     @field_validator("table")
     @classmethod
     def _table_name(cls, value: str) -> str:
-        return qualified(*split_schema_qualified(value))  # a ConfigError is a ValueError: reported on the field
+        return qualified(
+            *split_schema_qualified(value)
+        )  # a ConfigError is a ValueError: reported on the field
 
     @field_validator("unsafe_type_change")
     @classmethod

@@ -10,7 +10,6 @@ from pyspark.sql import SparkSession
 
 from tests.conftest_pg import pg_db, pg_server  # noqa: F401  (re-exported fixtures)
 
-
 #: The slow tier: whole modules and single tests that build many lakes or replay real PostgreSQL workloads
 #: (together about three quarters of the suite's time). ``python -m pytest -m "not slow"`` leaves them out
 #: for a quick check while developing; CI runs everything. Measured on the 2-core development machine.

@@ -54,9 +54,7 @@ _RULE = re.compile(r"\(rule: [A-Za-z0-9-]+\)$")
 # --- the corpus ---------------------------------------------------------------------------------------
 def corpus() -> list[tuple[Format, list[bytes]]]:
     """(format, lines) of every input: the samples and each vector output that has rows."""
-    out = [
-        (fmt, (ROOT / "samples" / fmt.value / "0001.json").read_bytes().split(b"\n")) for fmt in (V1, V2)
-    ]
+    out = [(fmt, (ROOT / "samples" / fmt.value / "0001.json").read_bytes().split(b"\n")) for fmt in (V1, V2)]
     if INDEX.is_file():
         for vector in json.loads(INDEX.read_text("utf-8")):
             for output in vector["outputs"]:

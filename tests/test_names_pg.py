@@ -55,12 +55,16 @@ def _workload(rng: random.Random, rounds: int, live: dict[int, set[int]]) -> lis
             name, ids = _table(schema, table), live[i]
             op = rng.choice(["insert", "insert", "update", "rekey", "delete"]) if ids else "insert"
             if op == "insert":
-                stmts.append(f"INSERT INTO {name} ({_pg(key)}, {_pg(value)}) VALUES ({next_id}, 'v{next_id}')")
+                stmts.append(
+                    f"INSERT INTO {name} ({_pg(key)}, {_pg(value)}) VALUES ({next_id}, 'v{next_id}')"
+                )
                 ids.add(next_id)
                 next_id += 1
             elif op == "update":
                 k = rng.choice(sorted(ids))
-                stmts.append(f"UPDATE {name} SET {_pg(value)} = 'u{rng.randrange(1000)}' WHERE {_pg(key)} = {k}")
+                stmts.append(
+                    f"UPDATE {name} SET {_pg(value)} = 'u{rng.randrange(1000)}' WHERE {_pg(key)} = {k}"
+                )
             elif op == "rekey":
                 k = rng.choice(sorted(ids))
                 stmts.append(f"UPDATE {name} SET {_pg(key)} = {next_id} WHERE {_pg(key)} = {k}")
@@ -99,7 +103,9 @@ def test_tables_with_hostile_names_match_postgresql_in_any_order(
         pg_db.execute(f"CREATE SCHEMA {_pg(schema)}")
     for schema, table, key, value in TABLES:
         pg_db.execute(f"CREATE TABLE {_table(schema, table)} ({_pg(key)} int PRIMARY KEY, {_pg(value)} text)")
-    assert pg_db.query(f"SELECT octet_length(relname) FROM pg_class WHERE relname = '{UNICODE_63}'") == [(63,)]
+    assert pg_db.query(f"SELECT octet_length(relname) FROM pg_class WHERE relname = '{UNICODE_63}'") == [
+        (63,)
+    ]
     pg_db.create_slot("s")
     rng = random.Random(14)
     files, states = [], []
@@ -123,7 +129,7 @@ def test_tables_with_hostile_names_match_postgresql_in_any_order(
     lakes = (tmp_path / "lake-in-order", tmp_path / "lake-reversed")
     around = sorted(os.listdir(tmp_path.parent))
     outside = _files_outside(tmp_path, lakes)
-    for lake, order in zip(lakes, ([0, 1], [1, 0])):
+    for lake, order in zip(lakes, ([0, 1], [1, 0]), strict=True):
         for step, i in enumerate(order):
             assert main(["--debug", "ingest", str(files[i]), "--lake", str(lake)]) == 0
             if order == [0, 1]:  # after every batch, the lake is the database at that point

@@ -52,7 +52,8 @@ def test_the_design_doc_example_parses() -> None:
         ),
         (
             GOOD.replace("table: public.customers", "table: customers"),
-            "s.yaml: table: table name 'customers': found no schema, expected schema.table such as public.orders",
+            "s.yaml: table: table name 'customers': found no schema, expected schema.table such as "
+            "public.orders",
         ),
         (
             GOOD.replace("- name: balance", "- name: mail"),

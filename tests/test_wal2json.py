@@ -299,7 +299,7 @@ def test_a_line_nested_5000_deep_is_quarantined_and_the_transactions_around_it_a
     ],
 )
 def test_the_depth_limit_counts_arrays_and_objects_outside_strings(value: str, rule: str | None) -> None:
-    line = '{"action":"I","table":"t","columns":[{"name":"a","value":%s}]}' % value
+    line = '{"action":"I","table":"t","columns":[{"name":"a","value":' + value + "}]}"
     items = _read([B, line, C], V2)
     if rule is None:
         assert not _quarantined(items) and len(_events(items)) == 1
@@ -380,7 +380,7 @@ def test_counts_name_the_lines_they_stand_for() -> None:
 
 
 def test_an_unforeseen_failure_on_one_record_quarantines_it_with_the_exception_named() -> None:
-    from resolver.wal2json import _Line, _v2_change
+    from resolver.wal2json_v2 import _Line, _v2_change
 
     rec = {"action": "I", "columns": []}  # as no valid record is: validation would have required "table"
     q = _v2_change(_Line(3, "raw", rec, None), rec, "f.json", None, 0)
