@@ -38,11 +38,11 @@ FILES = 9
 KILL_AT = ("file(s) (", "done (1)", "new, ")
 
 
-def _pipeline(folder: Path, **extra: str) -> Path:
+def _pipeline(folder: Path, max_files_per_batch: int = 2, **extra: str) -> Path:
     lines = [
         "source: {path: landing/, format: wal2json-v2}",
         "lake: lake/",
-        "max_files_per_batch: 2",
+        f"max_files_per_batch: {max_files_per_batch}",
         *[f"{k}: {v}" for k, v in extra.items()],
     ]
     path = folder / "pipeline.yaml"
@@ -90,10 +90,10 @@ def test_a_growing_landing_folder_with_killed_runs_equals_postgresql(
     for frame in cap.frames[2]:
         n += len(frame.lines)
         ends[frame.lsn] = n  # lines up to this transaction's commit
-    pipeline = _pipeline(tmp_path)
+    pipeline = _pipeline(tmp_path, max_files_per_batch=3)
     lake = tmp_path / "lake"
     tables = d.tables_for(2)
-    rounds = [3, 6, FILES]
+    rounds = [4, 7, FILES]  # the first run makes two batches; the others, one each
     for r, upto in enumerate(rounds):
         for i in range(rounds[r - 1] if r else 0, upto):
             write_lines(tmp_path / "landing" / f"{i:04d}.json", files[i])
