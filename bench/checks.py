@@ -49,8 +49,8 @@ def check_seed(spark: SparkSession, lake: str, spec: Spec) -> Check:
     as wal2json: the change store with ``explode_events``, the history with ``resolve_versions`` of it."""
     from resolver import plan_changes, read_wal2json
     from resolver.explode import explode_events
+    from resolver.lake import changes_path, history_path, snapshot_path
     from resolver.resolve import resolve_versions
-    from resolver.silver import changes_path, history_path, snapshot_path
 
     seed_lake(spark, lake, spec)
     path = target_wal2json(spec, os.path.join(lake, "_seed", "target.json"))
@@ -76,7 +76,7 @@ def check_seed(spark: SparkSession, lake: str, spec: Spec) -> Check:
 
 def _ours(spark: SparkSession, seeded: str, lake: str, events: DataFrame) -> tuple[DataFrame, DataFrame]:
     from resolver import apply_changes
-    from resolver.silver import history_path, snapshot_path
+    from resolver.lake import history_path, snapshot_path
 
     shutil.copytree(seeded, lake)
     apply_changes(spark, events, lake)

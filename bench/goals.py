@@ -146,7 +146,7 @@ class Bench:
     def ours(self, seeded: str, events: DataFrame, keep: list[str] | None = None) -> list[Run]:
         """Apply ``events`` to fresh copies of the lake ``seeded``; ``keep`` receives the last copy's path."""
         from resolver import apply_changes
-        from resolver.silver import changes_path, history_path, snapshot_path
+        from resolver.lake import changes_path, history_path, snapshot_path
 
         def setup() -> tuple[Callable[[], object], dict[str, str], str]:
             lake = self._dir("ours")
@@ -445,8 +445,8 @@ class Bench:
         from delta.tables import DeltaTable
 
         from resolver import apply_changes
+        from resolver.lake import changes_path, history_path, snapshot_path
         from resolver.maintenance import optimize
-        from resolver.silver import changes_path, history_path, snapshot_path
 
         s = self.scale
         spec = Spec(

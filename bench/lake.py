@@ -83,7 +83,7 @@ def base_rows(spark: SparkSession, spec: Spec, key_major: bool = True) -> DataFr
 def seed_lake(spark: SparkSession, lake: str, spec: Spec) -> None:
     """Write the target of ``spec`` into a new lake (see the module doc)."""
     from resolver import apply_changes, read_wal2json
-    from resolver.silver import changes_path, history_path, snapshot_path
+    from resolver.lake import changes_path, history_path, snapshot_path
 
     first = Spec(target_rows=min(TXN_ROWS, spec.target_rows))
     path = target_wal2json(first, os.path.join(lake, "_seed", "first.json"))
@@ -141,11 +141,12 @@ def _mark_applied(spark: SparkSession, store: str) -> None:
 
     from delta.tables import DeltaTable
 
-    from resolver.silver import APPLIED_PROPERTY, HOLDS_PROPERTY, _set_properties
+    from resolver.delta import set_properties
+    from resolver.lake import APPLIED_PROPERTY, HOLDS_PROPERTY
 
     version = DeltaTable.forPath(spark, store).history(1).first()["version"]  # type: ignore[index]
     holds = json.dumps({"moves": False, "truncates": False})
-    _set_properties(spark, store, {APPLIED_PROPERTY: str(version), HOLDS_PROPERTY: holds})
+    set_properties(spark, store, {APPLIED_PROPERTY: str(version), HOLDS_PROPERTY: holds})
 
 
 def _write(df: DataFrame, path: str, mode: str) -> None:
@@ -180,7 +181,7 @@ def check_seed(spark: SparkSession, folder: str, spec: Spec) -> list[str]:
     """Seed a lake directly and another through the resolver with the same (small) target; returns the
     differences found (empty: the direct seed is what the resolver would have written)."""
     from resolver import apply_changes, read_wal2json
-    from resolver.silver import changes_path, history_path, snapshot_path
+    from resolver.lake import changes_path, history_path, snapshot_path
 
     direct, fed = os.path.join(folder, "direct"), os.path.join(folder, "fed")
     seed_lake(spark, direct, spec)

@@ -53,7 +53,7 @@ _LAZY = {
     "apply_changes": "resolver.silver",
     "ingest": "resolver.bronze",
     "local_session": "resolver.session",
-    "plan_changes": "resolver.silver",
+    "plan_changes": "resolver.plan",
     "read_wal2json": "resolver.read",
     "run_pipeline": "resolver.run",
     "load_pipeline": "resolver.pipeline",

@@ -16,12 +16,14 @@ from pyspark.sql import functions as F
 from resolver import delta, sql
 from resolver.models import Format, IngestSummary, TableSummary
 from resolver.pipeline import TableSettings
+from resolver.plan import plan_changes
 from resolver.policy import Policies
+from resolver.quarantine import write_quarantine
 from resolver.read import EVENT_SCHEMA, QUARANTINE_SCHEMA, read_wal2json
-from resolver.silver import apply_changes, plan_changes
+from resolver.silver import apply_changes
 from resolver.tableschema import TableSchema, load_schemas
 
-__all__ = ["BRONZE_KEY", "ingest", "write_bronze", "write_quarantine"]
+__all__ = ["BRONZE_KEY", "ingest", "write_bronze"]
 
 BRONZE_KEY = ("table", "commit_lsn", "position")
 """An event's identity in bronze. Without a commit LSN in the stream, its provenance (file, line) is added."""
@@ -111,25 +113,6 @@ def ingest(
         bronze_version=version,
         tables=tables,
     )
-
-
-def write_quarantine(spark: SparkSession, lake: str, records: DataFrame, files: Sequence[str]) -> int:
-    """Add quarantined records not already there (same file, line and reason). Returns how many were added."""
-    table = delta.ensure_table(
-        spark,
-        delta.table_path(lake, delta.QUARANTINE),
-        QUARANTINE_SCHEMA,
-        {"delta.appendOnly": "true"},
-        "Records that could not be accepted, with their raw text and the reason",
-    )
-    in_files = ", ".join(sql.string(f) for f in files)
-    condition = (
-        f"t.source_file IN ({in_files}) AND t.source_file = s.source_file "
-        "AND t.source_line = s.source_line AND t.reason = s.reason"
-    )
-    unique = records.dropDuplicates(["source_file", "source_line", "reason"])
-    metrics, _ = delta.insert_new(table, unique, condition)
-    return metrics.get("numTargetRowsInserted", 0)
 
 
 def write_bronze(

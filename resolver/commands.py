@@ -194,7 +194,7 @@ def _key(spark: SparkSession, path: str, columns: Sequence[str]) -> list[str]:
 
     from delta.tables import DeltaTable
 
-    from resolver.silver import KEY_PROPERTY
+    from resolver.lake import KEY_PROPERTY
 
     detail = DeltaTable.forPath(spark, path).detail().select("properties").first()
     key = json.loads((detail["properties"] if detail else {}).get(KEY_PROPERTY, "[]"))

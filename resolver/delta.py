@@ -25,6 +25,7 @@ __all__ = [
     "ensure_table",
     "insert_new",
     "properties_for_names",
+    "set_properties",
     "table_path",
 ]
 
@@ -102,3 +103,9 @@ def insert_new(table: DeltaTable, source: DataFrame, condition: str) -> tuple[di
 def _latest(table: DeltaTable) -> Any:
     """The latest commit's version and metrics, read from the Delta log (no data is scanned)."""
     return table.history(1).select("version", "operationMetrics").first()
+
+
+def set_properties(spark: SparkSession, path: str, props: dict[str, str]) -> None:
+    """Set table properties of the Delta table at ``path`` (one commit)."""
+    spec = ", ".join(f"{sql.string(k)} = {sql.string(v)}" for k, v in props.items())
+    spark.sql(f"ALTER TABLE {sql.delta_path(path)} SET TBLPROPERTIES ({spec})")

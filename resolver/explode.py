@@ -67,7 +67,7 @@ class TableLayout:
     """Per column, (commit LSN, position) of inserts that did not carry it: it did not exist then (dropped),
     so a value carried before such a point is not carried past it."""
     drop_state: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
-    """Per column: first event that carried it, drop points, last event after a drop (``silver._drops``)."""
+    """Per column: first event that carried it, drop points, last event after a drop (``drop_points``)."""
     rescan: dict[str, tuple[Any, Any]] = field(default_factory=dict, compare=False)
     """Columns whose first event moved earlier: the change store range to search for inserts without them."""
     schema_log: tuple[dict[str, Any], ...] = field(default=(), compare=False)

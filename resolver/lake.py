@@ -26,6 +26,12 @@ import re
 from resolver.names import qualified, split_qualified
 
 __all__ = [
+    "APPLIED_PROPERTY",
+    "DROPS_PROPERTY",
+    "HOLDS_PROPERTY",
+    "KEY_PROPERTY",
+    "KEY_SOURCE_PROPERTY",
+    "SCHEMA_VERSION_PROPERTY",
     "HISTORY",
     "MAX_FOLDER",
     "TABLE_PROPERTY",
@@ -42,6 +48,16 @@ __all__ = [
 
 HISTORY = "__history"
 TABLE_PROPERTY = "resolver.table"
+#: the resolver's own properties on a table's Delta tables (key, schema version, drop points, markers)
+KEY_PROPERTY = "resolver.key"
+KEY_SOURCE_PROPERTY = "resolver.keySource"
+SCHEMA_VERSION_PROPERTY = "resolver.schemaVersion"
+DROPS_PROPERTY = "resolver.droppedAt"
+#: on the change store: its version the silver tables were last brought up to, set in the store's own
+#: commit right after it (the last write of a batch), so a re-applied batch finds nothing to do cheaply
+APPLIED_PROPERTY = "resolver.appliedVersion"
+#: on the change store, in the same commit: whether the store held a key change, a truncate, at that version
+HOLDS_PROPERTY = "resolver.holds"
 #: Longest folder name written as is (file systems allow 255 bytes; ``__history`` and Delta's own names
 #: must still fit beside it).
 MAX_FOLDER = 200

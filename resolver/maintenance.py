@@ -25,9 +25,8 @@ from pyspark.sql import types as T
 
 from resolver import sql
 from resolver.errors import ConfigError
-from resolver.lake import HISTORY, silver_tables
+from resolver.lake import HISTORY, KEY_PROPERTY, silver_tables
 from resolver.names import TableName
-from resolver.silver import KEY_PROPERTY
 
 __all__ = ["DEFAULT_RETAIN_HOURS", "check_retention", "lake_tables", "optimize", "select_tables", "vacuum"]
 

@@ -27,7 +27,7 @@ FUNCTIONS = [
     "resolver.session.local_session",
     "resolver.pipeline.load_pipeline",
     "resolver.read.read_wal2json",
-    "resolver.silver.plan_changes",
+    "resolver.plan.plan_changes",
     "resolver.silver.apply_changes",
     "resolver.bronze.ingest",
     "resolver.run.run_pipeline",

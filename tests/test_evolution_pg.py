@@ -11,8 +11,8 @@ from pyspark.sql import SparkSession
 
 from resolver import ingest
 from resolver.errors import ConfigError
+from resolver.lake import changes_path, history_path, schema_log_path, snapshot_path
 from resolver.models import Format
-from resolver.silver import changes_path, history_path, schema_log_path, snapshot_path
 from resolver.wal2json import Event, format_lsn, read_lines
 from tests.pgharness import PgDatabase, write_lines
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from resolver.errors import ConfigError
-from resolver.silver import _evolve_key, _reported_key
+from resolver.keys import evolve_key, reported_key
 from resolver.tableschema import TableSchema
 
 NAMES = ["rid", "msg", "amt"]
@@ -36,15 +36,15 @@ def props(key: list[str], source: str) -> dict[str, str]:
     ],
 )
 def test_the_identity_a_batch_reports(identities: list[list[str]], expected: Any) -> None:
-    assert _reported_key(meta(identities=identities), None, {}, NAMES) == expected
+    assert reported_key(meta(identities=identities), None, {}, NAMES) == expected
 
 
 def test_a_schema_file_and_a_primary_key_come_before_the_identity() -> None:
     pinned = TableSchema.model_validate({"table": "public.logs", "primary_key": ["rid"]})
     both = meta([["amt"]], [["rid", "msg", "amt"]])
-    assert _reported_key(both, pinned, {}, NAMES) == (("rid",), "schema_file")
-    assert _reported_key(both, None, {}, NAMES) == (("amt",), "primary_key")
-    assert _reported_key(meta([["old"]]), None, {"old": "amt"}, NAMES) == (("amt",), "primary_key")
+    assert reported_key(both, pinned, {}, NAMES) == (("rid",), "schema_file")
+    assert reported_key(both, None, {}, NAMES) == (("amt",), "primary_key")
+    assert reported_key(meta([["old"]]), None, {"old": "amt"}, NAMES) == (("amt",), "primary_key")
 
 
 @pytest.mark.parametrize(
@@ -69,13 +69,13 @@ def test_a_schema_file_and_a_primary_key_come_before_the_identity() -> None:
     ],
 )
 def test_the_lake_key_only_gains_evidence(lake: Any, reported: Any, expected: Any) -> None:
-    assert _evolve_key("public.logs", tuple(lake[0]), props(*lake), reported, NAMES) == expected
+    assert evolve_key("public.logs", tuple(lake[0]), props(*lake), reported, NAMES) == expected
 
 
 def test_both_orders_of_two_batches_end_with_the_same_key() -> None:
     index_like, full = (("rid", "amt"), "identity"), (tuple(NAMES), "identity_full")
-    first = _evolve_key("t", ("rid", "amt"), props(["rid", "amt"], "identity"), full, NAMES)
-    second = _evolve_key("t", tuple(NAMES), props(NAMES, "identity_full"), index_like, NAMES)
+    first = evolve_key("t", ("rid", "amt"), props(["rid", "amt"], "identity"), full, NAMES)
+    second = evolve_key("t", tuple(NAMES), props(NAMES, "identity_full"), index_like, NAMES)
     assert first == second == (tuple(NAMES), "identity_full")
 
 
@@ -98,5 +98,5 @@ def test_both_orders_of_two_batches_end_with_the_same_key() -> None:
 )
 def test_a_key_no_evidence_explains_fails_with_one_line(lake: Any, reported: Any, message: str) -> None:
     with pytest.raises(ConfigError) as err:
-        _evolve_key("public.logs", tuple(lake[0]), props(*lake), reported, NAMES)
+        evolve_key("public.logs", tuple(lake[0]), props(*lake), reported, NAMES)
     assert str(err.value) == message

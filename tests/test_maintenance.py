@@ -17,8 +17,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from resolver.errors import ConfigError
+from resolver.lake import KEY_PROPERTY, history_path
 from resolver.maintenance import lake_tables, optimize, vacuum
-from resolver.silver import KEY_PROPERTY, history_path
 from resolver.timetravel import as_of
 from tests.test_timetravel import COMMITS, MOVE, TABLES, sample_lake
 

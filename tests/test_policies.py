@@ -13,9 +13,9 @@ from pyspark.sql import SparkSession
 
 from resolver import ingest
 from resolver.errors import ConfigError
+from resolver.lake import snapshot_path
 from resolver.models import Format
 from resolver.policy import Policies, Policy
-from resolver.silver import snapshot_path
 from resolver.tableschema import parse_schema
 from resolver.wal2json import Event, format_lsn, read_lines
 from tests.pgharness import PgDatabase, write_lines

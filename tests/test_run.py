@@ -21,9 +21,9 @@ from pyspark.sql import SparkSession
 
 from resolver import run_pipeline
 from resolver.cli import main
+from resolver.lake import history_path, snapshot_path
 from resolver.lock import LakeBusy, lock_path
 from resolver.run import ledger_path
-from resolver.silver import history_path, snapshot_path
 from tests import difftest as d
 from tests.pgharness import PgDatabase, PgServer, write_lines
 

@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from resolver import ingest
-from resolver.silver import history_path, snapshot_path
+from resolver.lake import history_path, snapshot_path
 
 pytestmark = pytest.mark.spark
 
@@ -70,22 +70,22 @@ def test_key_ranges_keep_every_key_they_were_taken_from(spark: SparkSession) -> 
     NULLs in string keys survive as SQL literals, on plain columns and on the fields of ``__key``."""
     from pyspark.sql import functions as F
 
-    from resolver.silver import _key_ranges, _range_sql
+    from resolver.merge import key_ranges, range_sql
 
     regions = ["a'b", "c\\d", "e`f", "ápac", "", None, "z", "a"]
     df = spark.createDataFrame([(r, i) for i, r in enumerate(regions)], "region string, id int")
     part = df.filter("id IN (0, 1, 2, 3, 5)")
-    ranges = _key_ranges(part, ["region", "id"])
+    ranges = key_ranges(part, ["region", "id"])
     assert ranges == [("region", "a'b", "ápac", True), ("id", 0, 5, False)]
     kept = df
-    for cond in _range_sql(ranges, ""):
+    for cond in range_sql(ranges, ""):
         kept = kept.filter(cond)
     assert sorted(r["id"] for r in kept.collect()) == [0, 1, 2, 3, 5]  # "" sorts before "a'b"
     nested = df.select(F.struct("region", "id").alias("__key"))
-    for cond in _range_sql(ranges, "`__key`."):
+    for cond in range_sql(ranges, "`__key`."):
         nested = nested.filter(cond)
     assert sorted(r["__key"]["id"] for r in nested.collect()) == [0, 1, 2, 3, 5]
-    assert _key_ranges(part.filter("id < 0"), ["region", "id"]) == []  # nothing to bound
+    assert key_ranges(part.filter("id < 0"), ["region", "id"]) == []  # nothing to bound
 
 
 def test_a_batch_applied_again_is_found_applied_without_resolving(

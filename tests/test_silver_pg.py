@@ -8,7 +8,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from resolver import ingest
-from resolver.silver import history_path, snapshot_path
+from resolver.lake import history_path, snapshot_path
 from tests.pgharness import PgDatabase, write_lines
 
 pytestmark = [pytest.mark.spark, pytest.mark.postgres]

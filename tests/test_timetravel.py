@@ -17,8 +17,8 @@ from pyspark.sql import types as T
 
 from resolver import ingest
 from resolver.errors import ConfigError
+from resolver.lake import snapshot_path
 from resolver.models import Format
-from resolver.silver import snapshot_path
 from resolver.timetravel import as_of, point
 from resolver.wal2json import Event, format_lsn, read_lines
 

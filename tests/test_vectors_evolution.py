@@ -14,8 +14,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from resolver import ingest
+from resolver.lake import history_path, snapshot_path
 from resolver.models import Format
-from resolver.silver import history_path, snapshot_path
 from resolver.wal2json import Event, format_lsn, read_lines
 from tests.pgharness import PgDatabase, split_sql, write_lines
 

@@ -1,0 +1,157 @@
+"""A table's layout for one batch: the lake's columns evolved by the batch and the schema file, its
+key, type changes, drop points and schema-log rows (``resolver.explode.TableLayout``)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from delta.tables import DeltaTable
+from pyspark.sql import SparkSession
+
+from resolver.drops import drop_points
+from resolver.errors import ConfigError
+from resolver.evolution import TypeChange, evolve_type
+from resolver.explode import Column_, TableLayout
+from resolver.keys import evolve_key, reported_key
+from resolver.lake import (
+    APPLIED_PROPERTY,
+    DROPS_PROPERTY,
+    HOLDS_PROPERTY,
+    KEY_PROPERTY,
+    KEY_SOURCE_PROPERTY,
+    SCHEMA_VERSION_PROPERTY,
+    changes_path,
+)
+from resolver.metadata import lsn_text
+from resolver.pgtypes import spark_type
+from resolver.policy import Policy
+from resolver.schemalog import likely_renames, schema_log_entries
+from resolver.tableschema import TableSchema
+
+log = logging.getLogger(__name__)
+
+
+def table_layout(
+    spark: SparkSession,
+    lake: str,
+    table: str,
+    meta: dict[str, Any],
+    schema: TableSchema | None,
+    policy: Policy = Policy.FAIL,
+) -> TableLayout | None:
+    """The table's columns and key: the lake's (if it has the table) evolved by the batch and the schema
+    file; None when nothing tells the columns yet. Fails with one line when the batch reports a key that
+    contradicts the lake's."""
+    pinned = {c.name: c for c in (schema.columns if schema else [])}
+    renamed = schema.rename_map() if schema else {}
+    existing: list[Column_] = []
+    props: dict[str, str] = {}
+    path = changes_path(lake, table)
+    if DeltaTable.isDeltaTable(spark, path):
+        target = DeltaTable.forPath(spark, path)
+        detail = target.detail().select("properties").first()
+        props = dict(detail[0] or {}) if detail else {}
+        existing = [
+            Column_(
+                f.name,
+                f.dataType.simpleString(),
+                tuple(pinned[f.name].renamed_from) if f.name in pinned else (),
+            )
+            for f in target.toDF().schema.fields
+            if not f.name.startswith("__")
+        ]
+    # a lake column the schema file now says was renamed takes its new name (values kept; see _rename)
+    renames: list[tuple[str, str]] = []
+    for i, c in enumerate(existing):
+        new_name = renamed.get(c.name)
+        if new_name and new_name not in {e.name for e in existing}:
+            spec = pinned[new_name]
+            existing[i] = Column_(new_name, c.type, tuple(spec.renamed_from))
+            renames.append((c.name, new_name))
+    columns = {c.name: c for c in existing}
+    changes: list[TypeChange] = []
+    rejected: list[tuple[str, str | None, str]] = []
+    stream = dict(meta["old_keys"])
+    stream.update(meta["columns"])
+    for name in stream:
+        lake_name = renamed.get(name) or name
+        pin = pinned.get(lake_name)
+        if pin and pin.type:  # pinned: values are cast to it, whatever the stream says
+            if lake_name not in columns:
+                columns[lake_name] = Column_(lake_name, pin.type, tuple(pin.renamed_from))
+            continue
+        incoming = [(spark_type(t), t, lsn, file, line) for t, lsn, file, line in meta["types"].get(name, [])]
+        if not incoming:  # the stream sends no types (include-types=0): the lake's, else text
+            incoming = [(columns[lake_name].type if lake_name in columns else "string", None, None, "?", 0)]
+        if lake_name in columns:
+            have, pg_was = columns[lake_name].type, None
+        else:
+            have, pg_was, incoming = incoming[0][0], incoming[0][1], incoming[1:]
+        typ, found, refused = evolve_type(table, lake_name, have, pg_was, incoming, policy)
+        changes += found
+        rejected += [(name, pg_t, typ) for _, pg_t in refused]
+        columns[lake_name] = Column_(lake_name, typ, tuple(pin.renamed_from) if pin else ())
+    for name, spec in pinned.items():  # pinned columns the batch did not carry
+        if name not in columns and spec.type:
+            columns[name] = Column_(name, spec.type, tuple(spec.renamed_from))
+    cols = tuple(columns.values())
+    names = [c.name for c in cols]
+    if not names and not props:
+        return None  # nothing tells the table's columns yet (a first batch holding only a truncate)
+    reported = reported_key(meta, schema, renamed, names)
+    if not props:
+        key, source = reported or (tuple(names), "all_columns")
+    else:
+        # a key column renamed through a hint keeps being the key (also if a crash left the property behind)
+        lake_key = tuple(k if k in names else renamed.get(k, k) for k in json.loads(props[KEY_PROPERTY]))
+        key, source = evolve_key(table, lake_key, props, reported, names)
+    missing = [k for k in key if k not in names]
+    if missing:
+        raise ConfigError(f"table {table}: key column(s) {missing} not found; columns are {names}")
+    notes = [
+        f"column {c.column} widened from {c.old_type} to {c.new_type} at commit LSN {lsn_text(c.lsn)}"
+        for c in changes
+    ]
+    notes += [f"column {old} renamed to {new} (renamed_from hint)" for old, new in renames]
+    notes += likely_renames(table, meta, existing, columns, renamed)
+    for note in notes[len(changes) + len(renames) :]:
+        log.warning("table %s: %s", table, note)
+    was = {"key": props.get(KEY_PROPERTY, ""), "source": props.get(KEY_SOURCE_PROPERTY, "")}
+    version = int(props.get(SCHEMA_VERSION_PROPERTY, "0"))
+    entries = schema_log_entries(table, meta, {c.name for c in existing}, cols, changes, renames, renamed)
+    drops, new_drops, rescan = drop_points(
+        json.loads(props.get(DROPS_PROPERTY, "{}")), meta, names, key, renamed
+    )
+    entries += [
+        {"table": table, "change": "dropped", "column": c, "lsn": point[0]}
+        for c, points in sorted(new_drops.items())
+        for point in points
+    ]
+    if entries:
+        version += 1
+        entries = [{**e, "version": version} for e in entries]
+    return TableLayout(
+        table,
+        cols,
+        key,
+        source,
+        extra={
+            **was,
+            "version": str(version),
+            "applied": props.get(APPLIED_PROPERTY, ""),
+            "holds": props.get(HOLDS_PROPERTY, ""),
+            "drops_was": json.dumps(json.loads(props.get(DROPS_PROPERTY, "{}")), sort_keys=True)
+            if props.get(DROPS_PROPERTY)
+            else "",
+        },
+        changes=tuple(changes),
+        renames=tuple(renames),
+        notes=tuple(notes),
+        schema_log=tuple(entries),
+        drops={c: tuple(tuple(p) for p in d["points"]) for c, d in drops.items() if d["points"]},
+        drop_state=drops,
+        rescan=rescan,
+        rejected=tuple(rejected),
+    )

@@ -1,0 +1,147 @@
+"""Diffs of resolved versions against a silver table, the batch's counts, and the MERGE that applies a
+diff, bounded by key-range literals Delta can skip files with."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from delta.tables import DeltaTable
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from resolver import sql
+from resolver.explode import TableLayout
+from resolver.store import is_move
+
+
+def diff_rows(
+    new: DataFrame, old: DataFrame, cols: list[str], join_on: list[str], key: list[str]
+) -> DataFrame:
+    """Rows to insert, update or delete so that ``old`` becomes ``new`` (``__action`` says which);
+    identical rows are left out. Rows match on ``join_on`` plus null-safe equality of ``key``."""
+    n, o = (
+        new.select(*[sql.col(c) for c in join_on], *[sql.col(c) for c in cols if c not in join_on]),
+        old.select(*[sql.col(c) for c in join_on], *[sql.col(c) for c in cols if c not in join_on]),
+    )
+    cond = [n[c] == o[c] for c in join_on] + [n[c].eqNullSafe(o[c]) for c in key if c not in join_on]
+    joined = n.alias("n").join(o.alias("o"), cond, "full_outer")
+    has_n = F.col("n.__start_lsn").isNotNull()
+    has_o = F.col("o.__start_lsn").isNotNull()
+    same = F.lit(True)
+    for c in cols:
+        same = same & sql.col("n", c).eqNullSafe(sql.col("o", c))
+    action = F.when(has_n & ~has_o, "insert").when(~has_n & has_o, "delete").when(~same, "update")
+    picked = [F.when(has_n, sql.col("n", c)).otherwise(sql.col("o", c)).alias(c) for c in cols]
+    return joined.select(*picked, action.alias("__action")).filter(F.col("__action").isNotNull())
+
+
+def batch_counts(
+    rows: DataFrame,
+    changes: DataFrame,
+    hist: DataFrame | None,
+    snap: DataFrame | None,
+    layout: TableLayout,
+) -> dict[str, int]:
+    """One aggregate: history/snapshot changes by action, the batch's moves, late events and bad values."""
+    in_batch = rows.select(*["__lsn", "__pos"]).distinct().withColumn("__in", F.lit(True))
+    touches = (
+        changes.select("__lsn", "__pos", F.col("__key").alias("__k"))
+        .union(changes.select("__lsn", "__pos", F.col("__old_key").alias("__k")))
+        .filter(F.col("__k").isNotNull())
+        .join(in_batch, ["__lsn", "__pos"], "left")
+    )
+    newest_held = touches.filter(F.col("__in").isNull()).groupBy("__k").agg(F.max("__lsn").alias("__held"))
+    late = (
+        touches.filter(F.col("__in"))
+        .join(newest_held, "__k")
+        .filter(F.col("__lsn") < F.col("__held"))
+        .select("__lsn", "__pos")
+        .distinct()
+        .select(F.lit("late").alias("name"))
+    )
+    labels = rows.dropDuplicates(["__lsn", "__pos"]).filter(is_move()).select(F.lit("moved").alias("name"))
+    for prefix, diff in (("h_", hist), ("s_", snap)):
+        if diff is not None:
+            labels = labels.union(diff.select(F.concat(F.lit(prefix), "__action"))).union(
+                diff.select(F.lit(prefix + "total"))
+            )
+    labels = labels.union(rows.select(F.explode("__bad")).select(F.lit("bad"))).union(late)
+    return {r["name"]: int(r["n"]) for r in labels.groupBy("name").agg(F.count("*").alias("n")).collect()}
+
+
+def merge_changes(
+    target: DeltaTable, changes: DataFrame, key: list[str], cols: list[str], ranges: list[KeyRange]
+) -> None:
+    """One MERGE applying ``changes`` (with ``__action``) to ``target``, matching on ``key`` null-safely.
+    The condition also bounds the target's key columns by ``ranges`` (the affected keys' range) or, when
+    there are none, by the changes' own key range (``_key_bounds``), as literals Delta can skip files with
+    (a join condition alone prunes nothing)."""
+    bounds = range_sql(ranges, "t.") if ranges else _key_bounds(changes, key)
+    on = " AND ".join([*bounds, *[f"t.{sql.ident(k)} <=> s.{sql.ident(k)}" for k in key]])
+    values: dict[str, str | Column] = {sql.ident(c): f"s.{sql.ident(c)}" for c in cols}
+    (
+        target.alias("t")
+        .merge(changes.alias("s"), on)
+        .whenMatchedDelete("s.__action = 'delete'")
+        .whenMatchedUpdate("s.__action = 'update'", values)
+        .whenNotMatchedInsert("s.__action = 'insert'", values)
+        .execute()
+    )
+
+
+_BOUNDED = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.StringType, T.DateType)
+
+
+def _key_bounds(changes: DataFrame, key: list[str]) -> list[str]:
+    """``t.k BETWEEN lo AND hi`` (or ``IS NULL``) for each integral, string or date key column of
+    ``changes`` (the batch's diff, already materialized), from one small aggregate."""
+    return range_sql(key_ranges(changes, key), "t.")
+
+
+KeyRange = tuple[str, Any, Any, bool]
+"""A key column's name, its smallest and largest value, and whether it is ever NULL."""
+
+
+def key_ranges(df: DataFrame, key: Sequence[str]) -> list[KeyRange]:
+    """The range of each integral, string or date key column of ``df``, from one aggregate; none when
+    ``df`` is empty or no key column has such a type."""
+    types = {f.name: f.dataType for f in df.schema.fields}
+    bounded = [k for k in key if isinstance(types.get(k), _BOUNDED)]
+    if not bounded:
+        return []
+    aggs = [
+        agg
+        for i, k in enumerate(bounded)
+        for agg in (
+            F.min(sql.col(k)).alias(f"lo{i}"),
+            F.max(sql.col(k)).alias(f"hi{i}"),
+            F.max(sql.col(k).isNull()).alias(f"null{i}"),
+        )
+    ]
+    row = df.agg(*aggs).first()
+    if row is None or row["null0"] is None:  # no rows: nothing to bound
+        return []
+    return [(k, row[f"lo{i}"], row[f"hi{i}"], bool(row[f"null{i}"])) for i, k in enumerate(bounded)]
+
+
+def range_sql(ranges: list[KeyRange], prefix: str) -> list[str]:
+    """One condition per range, on the column ``prefix`` + its name (``t.``, ``__key.``)."""
+    out = []
+    for k, lo, hi, nulls in ranges:
+        name = prefix + sql.ident(k)
+        parts = [f"{name} BETWEEN {sql.literal(lo)} AND {sql.literal(hi)}"] if lo is not None else []
+        if nulls:
+            parts.append(f"{name} IS NULL")
+        out.append("(" + " OR ".join(parts) + ")")
+    return out
+
+
+def keys_of(changes: DataFrame, key: Sequence[str]) -> DataFrame:
+    """Every key ``changes`` name, under ``__key`` or ``__old_key``, as the key columns."""
+    new, old = (
+        changes.filter(F.col(s).isNotNull()).select(*[F.col(s)[k].alias(k) for k in key])
+        for s in ("__key", "__old_key")
+    )
+    return new.union(old)

@@ -1,0 +1,153 @@
+"""Plan a batch before anything is written: per table its metadata and layout, and the events the
+policies refuse or quarantine (``BatchPlan``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from resolver.errors import ConfigError
+from resolver.evolution import TypeChange
+from resolver.explode import TableLayout
+from resolver.layout import table_layout
+from resolver.metadata import batch_metadata
+from resolver.pipeline import TableSettings
+from resolver.policy import Policies
+from resolver.rejects import unknown_reasons, unsafe_reasons
+from resolver.tableschema import TableSchema
+
+PARALLEL_TABLES = 4
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """What a batch will do to each table, decided before anything is written: the batch's metadata per
+    table, the table's layout (None for a table whose columns are not known yet), and the events the
+    policies send to quarantine (``rejected``, quarantine records; None when there are none) with the
+    events left to apply (``accepted``)."""
+
+    meta: dict[str, dict[str, Any]]
+    layouts: dict[str, TableLayout | None]
+    accepted: DataFrame | None = None
+    rejected: DataFrame | None = None
+    failed: dict[str, str] = field(default_factory=dict)
+    """Tables refused in this batch (with ``isolate``): table -> the one-line reason."""
+
+    @property
+    def type_changes(self) -> list[TypeChange]:
+        return [c for layout in self.layouts.values() if layout for c in layout.changes]
+
+
+def plan_changes(
+    spark: SparkSession,
+    events: DataFrame,
+    lake: str,
+    schemas: Mapping[str, TableSchema] | None = None,
+    policies: Policies | None = None,
+    settings: Callable[[str], TableSettings] | None = None,
+    *,
+    isolate: bool = False,
+    include: Callable[[str], bool] | None = None,
+) -> BatchPlan:
+    """Check a batch against the lake without writing anything: one small aggregate over the events, then
+    each table's key and columns, and the policies (``resolver.policy``) for unknown tables, unknown
+    columns and unsafe type changes. Raises ``ConfigError`` (one line) for a key that contradicts the
+    lake's or an event a ``fail`` policy refuses. ``schemas`` None means no schemas folder (no table is
+    unknown). ``settings`` gives each table's ``resolver.pipeline.TableSettings`` (outputs, key override,
+    tracked columns, clustering). When a ``quarantine`` policy takes events out, the plan is made again
+    without them. With ``isolate``, a table refused in planning does not refuse the batch: it is left out
+    of it and named in ``failed``. Tables ``include`` says no to get no silver tables (their events still
+    go to bronze).
+
+    Example::
+
+        from resolver import plan_changes, read_wal2json
+        batch = read_wal2json(spark, ["landing/0001.json"], "wal2json-v2")
+        plan = plan_changes(spark, batch.events, "lake")   # raises ConfigError if the lake cannot take it
+        for table, layout in sorted(plan.layouts.items()):
+            print(table, layout.key if layout else "(columns not known yet)")
+    """
+    policies = policies or Policies()
+    failed: dict[str, str] | None = {} if isolate else None
+
+    def metadata(events: DataFrame) -> dict[str, dict[str, Any]]:
+        meta = batch_metadata(events)  # per table: leaving a table out changes no other table's
+        return {t: m for t, m in meta.items() if include is None or include(t)}
+
+    meta = metadata(events)
+    reasons = unknown_reasons(meta, schemas, policies, failed)
+    layouts = _layouts(spark, lake, meta, schemas or {}, policies, settings, failed)
+    reasons += unsafe_reasons(layouts, schemas or {})
+    if not reasons and not failed:
+        return BatchPlan(meta, layouts)
+    if failed:  # their events are left out of this batch altogether (nothing written for those tables)
+        events = events.filter(~F.col("table").isin(sorted(failed)))
+    if not reasons:
+        meta = metadata(events)
+        layouts = _layouts(spark, lake, meta, schemas or {}, policies, settings, None)
+        return BatchPlan(meta, layouts, events, None, failed or {})
+    reason: Column = F.coalesce(*reasons) if len(reasons) > 1 else reasons[0]
+    tagged = events.withColumn("__reason", reason)
+    accepted = tagged.filter(F.col("__reason").isNull()).drop("__reason")
+    rejected = tagged.filter(F.col("__reason").isNotNull()).select(
+        "source_file",
+        F.col("source_line").cast("long").alias("source_line"),
+        F.col("__reason").alias("reason"),
+        F.to_json(F.struct(*[c for c in events.columns if c not in ("source_file", "source_line")])).alias(
+            "raw"
+        ),
+        F.lit(None).cast("binary").alias("raw_bytes"),
+    )
+    meta = metadata(accepted)
+    layouts = _layouts(spark, lake, meta, schemas or {}, policies, settings, None)
+    return BatchPlan(meta, layouts, accepted, rejected, failed or {})
+
+
+def _layouts(
+    spark: SparkSession,
+    lake: str,
+    meta: dict[str, dict[str, Any]],
+    schemas: Mapping[str, TableSchema],
+    policies: Policies,
+    settings: Callable[[str], TableSettings] | None,
+    failed: dict[str, str] | None,
+) -> dict[str, TableLayout | None]:
+    def layout_or_failure(table: str) -> TableLayout | None:
+        if failed is None:
+            return layout(table)
+        try:
+            return layout(table)
+        except ConfigError as e:
+            failed[table] = str(e)
+            return None
+
+    def layout(table: str) -> TableLayout | None:
+        schema = schemas.get(table)
+        options = settings(table) if settings else TableSettings()
+        if options.key:  # the pipeline's key wins over the schema file's and the stream's
+            schema = (schema or TableSchema(table=table)).model_copy(update={"primary_key": options.key})
+        policy = (schema.unsafe_type_change if schema else None) or policies.unsafe_type_change
+        out = table_layout(spark, lake, table, {**meta[table], "table": table}, schema, policy)
+        if out is None:
+            return None
+        missing = [c for c in options.track_history or [] if c not in out.names]
+        if missing:
+            raise ConfigError(
+                f"table {table}: track_history column(s) {missing} not found; columns are {out.names}"
+            )
+        return replace(
+            out,
+            snapshot=options.snapshot,
+            history=options.history,
+            track=tuple(options.track_history or ()),
+            cluster=bool(options.cluster_by_key),
+        )
+
+    tables = [t for t in sorted(meta) if not failed or t not in failed]
+    with ThreadPoolExecutor(max_workers=max(1, min(PARALLEL_TABLES, len(tables)))) as pool:
+        return dict(zip(tables, pool.map(layout_or_failure, tables), strict=True))

@@ -1,0 +1,178 @@
+"""A table's three Delta tables (change store, history, snapshot): created, renamed and widened to
+the layout's columns."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from delta.tables import DeltaTable
+from pyspark.sql import SparkSession
+from pyspark.sql import types as T
+
+from resolver import delta, sql
+from resolver.delta import set_properties
+from resolver.explode import TableLayout
+from resolver.lake import (
+    KEY_PROPERTY,
+    KEY_SOURCE_PROPERTY,
+    SCHEMA_VERSION_PROPERTY,
+    TABLE_PROPERTY,
+    changes_path,
+    history_path,
+    snapshot_path,
+)
+
+log = logging.getLogger(__name__)
+
+
+#: change data feed for readers downstream; deletion vectors so that a MERGE marks the rows it replaces
+#: instead of rewriting every file they are in (merge-on-read: OPTIMIZE / ``resolver optimize`` purges)
+SILVER_PROPERTIES = {"delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": "true"}
+
+
+TECH_SNAPSHOT = [("__start_lsn", "bigint"), ("__start_time", "timestamp")]
+
+
+TECH_HISTORY = [
+    ("__start_lsn", "bigint"),
+    ("__end_lsn", "bigint"),
+    ("__start_time", "timestamp"),
+    ("__end_time", "timestamp"),
+    ("__is_current", "boolean"),
+    ("__is_deleted", "boolean"),
+]
+
+
+def open_tables(
+    spark: SparkSession, lake: str, layout: TableLayout
+) -> tuple[DeltaTable, DeltaTable | None, DeltaTable | None]:
+    """The change store, history and snapshot of the table, created or widened to the layout's columns
+    (None for a silver table the table's settings do not keep)."""
+    source = T.StructType([T.StructField(c.name, T._parse_datatype_string(c.type)) for c in layout.columns])  # noqa: SLF001
+    key_t = layout.key_struct_type()
+    props = {
+        KEY_PROPERTY: json.dumps(list(layout.key)),
+        KEY_SOURCE_PROPERTY: layout.key_source,
+        SCHEMA_VERSION_PROPERTY: layout.extra.get("version", "0"),
+        TABLE_PROPERTY: layout.table,
+        **delta.properties_for_names(c.name for c in layout.columns),
+    }
+    store_schema = T.StructType(
+        [
+            T.StructField("__lsn", T.LongType()),
+            T.StructField("__pos", T.IntegerType()),
+            T.StructField("__op", T.StringType()),
+            T.StructField("__time", T.TimestampType()),
+            T.StructField("__xid", T.LongType()),
+            T.StructField("__key", key_t),
+            T.StructField("__old_key", key_t),
+            T.StructField("__present", T.ArrayType(T.StringType())),
+            *source.fields,
+            T.StructField("__bad", T.ArrayType(T.StringType())),
+            T.StructField("__file", T.StringType()),
+            T.StructField("__line", T.LongType()),
+        ]
+    )
+    tech_h = [T.StructField(n, T._parse_datatype_string(t)) for n, t in TECH_HISTORY]  # noqa: SLF001
+    history_schema = T.StructType(
+        [*source.fields, *tech_h, T.StructField("__moved_from", key_t), T.StructField("__moved_to", key_t)]
+    )
+    snapshot_schema = T.StructType(
+        [*source.fields, *[T.StructField(n, T._parse_datatype_string(t)) for n, t in TECH_SNAPSHOT]]  # noqa: SLF001
+    )
+    out: list[DeltaTable | None] = []
+    cluster = layout.key if layout.cluster else ()
+    for path, schema, extra, comment, keep, by in (
+        (
+            changes_path(lake, layout.table),
+            store_schema,
+            {"delta.appendOnly": "true"},
+            "typed change events",
+            True,
+            (),
+        ),
+        (
+            history_path(lake, layout.table),
+            history_schema,
+            SILVER_PROPERTIES,
+            "history (SCD2)",
+            layout.history,
+            cluster,
+        ),
+        (
+            snapshot_path(lake, layout.table),
+            snapshot_schema,
+            SILVER_PROPERTIES,
+            "snapshot (SCD1)",
+            layout.snapshot,
+            cluster,
+        ),
+    ):
+        if not keep:
+            out.append(None)
+            continue
+        table = delta.ensure_table(spark, path, schema, {**extra, **props}, f"{layout.table}: {comment}", by)
+        if _rename(spark, path, {f.name for f in table.toDF().schema.fields}, layout):
+            table = DeltaTable.forPath(spark, path)
+        have = {f.name: f.dataType for f in table.toDF().schema.fields}
+        new = [f for f in source.fields if f.name not in have]
+        changed = [f for f in source.fields if f.name not in have or have[f.name] != f.dataType]
+        if any(isinstance(f.dataType, T.TimestampNTZType) for f in changed):
+            set_properties(spark, path, {"delta.feature.timestampNtz": "supported"})
+        if new and delta.properties_for_names(f.name for f in new):
+            set_properties(spark, path, delta.properties_for_names(f.name for f in new))
+        if new:
+            spec = ", ".join(f"{sql.ident(f.name)} {f.dataType.simpleString()}" for f in new)
+            spark.sql(f"ALTER TABLE {sql.delta_path(path)} ADD COLUMNS ({spec})")
+        widened = _widen(spark, path, have, source, layout)
+        if new or widened:
+            table = DeltaTable.forPath(spark, path)
+        out.append(table)
+    assert out[0] is not None
+    return out[0], out[1], out[2]
+
+
+def _rename(spark: SparkSession, path: str, have: set[str], layout: TableLayout) -> bool:
+    """Give the table's columns (and the key structs' fields) the names the schema file's ``renamed_from``
+    hints give them. Delta column mapping makes a rename a metadata change: no file is rewritten, and
+    every value written under the old name reads under the new one. Returns whether anything changed."""
+    todo = [(old, new) for old, new in layout.renames if old in have and new not in have]
+    if not todo:
+        return False
+    set_properties(spark, path, delta.COLUMN_MAPPING)
+    for old, new in todo:
+        log.warning("%s: renaming column %s to %s (renamed_from in its schema file)", path, old, new)
+        spark.sql(f"ALTER TABLE {sql.delta_path(path)} RENAME COLUMN {sql.ident(old)} TO {sql.ident(new)}")
+        if new in layout.key:
+            for struct in ("__key", "__old_key", "__moved_from", "__moved_to"):
+                if struct in have:
+                    spark.sql(
+                        f"ALTER TABLE {sql.delta_path(path)} RENAME COLUMN "
+                        f"{sql.ident(struct)}.{sql.ident(old)} TO {sql.ident(new)}"
+                    )
+    return True
+
+
+def _widen(
+    spark: SparkSession, path: str, have: dict[str, T.DataType], source: T.StructType, layout: TableLayout
+) -> bool:
+    """Widen the table's columns (and the key structs' fields) whose type the layout widened, in place
+    (Delta type widening: metadata only, no file is rewritten). Returns whether anything changed."""
+    alters = []
+    for f in source.fields:
+        if f.name in have and have[f.name] != f.dataType:
+            alters.append((sql.ident(f.name), f.dataType))
+            if f.name in layout.key:
+                alters += [
+                    (f"{sql.ident(s)}.{sql.ident(f.name)}", f.dataType)
+                    for s in ("__key", "__old_key", "__moved_from", "__moved_to")
+                    if s in have
+                ]
+    if not alters:
+        return False
+    set_properties(spark, path, {"delta.enableTypeWidening": "true"})
+    for column, typ in alters:
+        log.info("%s: widening %s to %s", path, column, typ.simpleString())
+        spark.sql(f"ALTER TABLE {sql.delta_path(path)} ALTER COLUMN {column} TYPE {typ.simpleString()}")
+    return True
