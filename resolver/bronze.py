@@ -21,6 +21,7 @@ from resolver.policy import Policies
 from resolver.quarantine import write_quarantine
 from resolver.read import EVENT_SCHEMA, QUARANTINE_SCHEMA, read_wal2json
 from resolver.silver import apply_changes
+from resolver.steps import step
 from resolver.tableschema import TableSchema, load_schemas
 
 __all__ = ["BRONZE_KEY", "ingest", "write_bronze"]
@@ -70,23 +71,28 @@ def ingest(
     batch = read_wal2json(spark, paths, fmt, open_start=open_start, open_end=open_end)
     try:
         # may refuse the batch: nothing is written yet
-        plan = plan_changes(
-            spark, batch.events, lake, schemas, policies, settings, isolate=isolate, include=include
-        )
-        counts = batch.counts()
-        quarantined = (
-            write_quarantine(spark, lake, batch.quarantine, batch.files) if counts["quarantined"] else 0
-        )
+        with step(spark, "ingest", "plan"):
+            plan = plan_changes(
+                spark, batch.events, lake, schemas, policies, settings, isolate=isolate, include=include
+            )
+        with step(spark, "ingest", "read and count"):
+            counts = batch.counts()
+        with step(spark, "ingest", "quarantine"):
+            quarantined = (
+                write_quarantine(spark, lake, batch.quarantine, batch.files) if counts["quarantined"] else 0
+            )
         refused = 0
         if plan.rejected is not None:  # events a quarantine policy took out of the batch
             records = plan.rejected.withColumn("format", F.lit(batch.format.value))
             records = records.select(*QUARANTINE_SCHEMA.fieldNames())
-            refused = write_quarantine(spark, lake, records, batch.files)
+            with step(spark, "ingest", "quarantine"):
+                refused = write_quarantine(spark, lake, records, batch.files)
             plan = replace(plan, rejected=None)
         events = plan.accepted if plan.accepted is not None else batch.events
-        metrics, version = write_bronze(
-            spark, lake, events, counts.get("min_commit_lsn"), counts.get("max_commit_lsn"), batch.files
-        )
+        with step(spark, "ingest", "bronze"):
+            metrics, version = write_bronze(
+                spark, lake, events, counts.get("min_commit_lsn"), counts.get("max_commit_lsn"), batch.files
+            )
         tables = apply_changes(
             spark,
             events,

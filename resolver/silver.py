@@ -31,7 +31,7 @@ from functools import reduce
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from resolver.apply import apply_table, empty_summary
+from resolver.apply import apply_table
 from resolver.lake import changes_path, history_path, schema_log_path, snapshot_path
 from resolver.models import TableSummary
 from resolver.pipeline import TableSettings
@@ -40,6 +40,7 @@ from resolver.policy import Policies
 from resolver.quarantine import write_quarantine
 from resolver.read import QUARANTINE_SCHEMA
 from resolver.schemalog import write_schema_log
+from resolver.summaries import empty_summary
 from resolver.tableschema import TableSchema
 
 # the paths and the plan are re-exported: callers that knew them from here keep working

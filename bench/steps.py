@@ -1,0 +1,85 @@
+"""Where the Spark jobs of a batch go: ingest files one batch each into a fresh lake and count, per batch,
+the jobs of each step (``resolver.steps``: the description every job of a step carries).
+
+    python -m bench.steps                                  # samples/seed000: batches 1, 2, 3, batch 1 again
+    python -m bench.steps landing/0001.json landing/0002.json
+
+Jobs are summed over the batch's tables; jobs no step claims (Delta's log replays on a thread between steps,
+Spark's own) are counted under ``(no step)``. The first batch also pays for the session's warm-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import re
+import tempfile
+import time
+
+from resolver import ingest, local_session
+from resolver.steps import DESCRIPTION
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SEED000 = [
+    os.path.join(ROOT, "samples", "seed000", f)
+    for f in ("batch1.json", "batch2.json", "batch3.json", "batch1-twice.json")
+]
+
+
+#: the steps ``resolver`` names (``resolver.bronze.ingest`` and ``resolver.apply.apply_table``), in order
+STEPS = (
+    "plan", "read and count", "quarantine", "bronze", "tables", "explode", "store merge", "affected keys",
+    "read changes", "resolve", "read history", "diff history", "read snapshot", "diff snapshot", "counts",
+    "history merge", "snapshot merge",
+)  # fmt: skip
+_STEP = re.compile(r"(?:^|: )(" + "|".join(re.escape(s) for s in STEPS) + r")(?=$|: | - )")
+
+
+def step_of(description: str) -> str:
+    """The step a job's description names (Delta prefixes and suffixes its own words), or ``(no step)``."""
+    found = _STEP.findall(description.replace("Delta: ", ""))
+    return found[-1] if found else "(no step)"  # the last: a table may be called like a step
+
+
+def job_descriptions(spark) -> dict[int, str]:  # type: ignore[no-untyped-def]
+    """Every job the status store holds: id -> description (``(no step)`` when it has none)."""
+    sc = spark.sparkContext
+    sc._jsc.sc().listenerBus().waitUntilEmpty()  # noqa: SLF001
+    out = {}
+    it = sc._jsc.sc().statusStore().jobsList(None).iterator()  # noqa: SLF001
+    while it.hasNext():
+        job = it.next()
+        described = job.description()
+        out[int(job.jobId())] = str(described.get()) if described.isDefined() else "(no step)"
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.steps", description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="*", help="files to ingest, one batch each (default: samples/seed000)")
+    args = parser.parse_args(argv)
+    files = args.files or SEED000
+    spark = local_session("bench-steps", spark__ui__retainedJobs="1000000")
+    assert spark.sparkContext.getLocalProperty(DESCRIPTION) is None
+    seen: set[int] = set()
+    with tempfile.TemporaryDirectory(prefix="bench-steps-") as tmp:
+        lake = os.path.join(tmp, "lake")
+        for path in files:
+            start = time.perf_counter()
+            summary = ingest(spark, [path], lake, None)
+            seconds = time.perf_counter() - start
+            jobs = {i: d for i, d in job_descriptions(spark).items() if i not in seen}
+            seen.update(jobs)
+            steps = collections.Counter(step_of(d) for d in jobs.values())
+            tables = len(summary.tables)
+            print(f"{os.path.basename(path)}: {seconds:.1f} s, {len(jobs)} Spark jobs, {tables} table(s)")
+            for name in (*STEPS, "(no step)"):
+                if steps[name]:
+                    print(f"  {steps[name]:4d}  {name}")
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

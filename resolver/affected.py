@@ -1,0 +1,108 @@
+"""The keys a batch affects, and the held changes of those keys: the keys the batch touches, closed under
+primary-key changes (connected components of the move graph, ``resolver.resolve.linked_keys``); a truncate,
+a re-key or a dropped column affects every key. Read from the change store in one scan."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from resolver.explode import TableLayout
+from resolver.merge import KeyRange, key_ranges, keys_of, range_sql
+from resolver.resolve import linked_keys
+from resolver.store import is_move, key_hash
+
+__all__ = ["Affected", "affected_keys", "read_changes"]
+
+
+@dataclass
+class Affected:
+    """What the affected-keys step found: the keys' hashes (``node``; None = every key), their range as
+    literals Delta skips files with, whether the store holds key changes or truncates, and the
+    pointer-jumping rounds the key-change graph took."""
+
+    nodes: DataFrame | None
+    has_moves: bool
+    has_truncates: bool
+    ranges: list[KeyRange] = field(default_factory=list)
+    rounds: int = 0
+
+
+def affected_keys(
+    rows: DataFrame,
+    all_changes: DataFrame,
+    layout: TableLayout,
+    meta: dict[str, Any],
+    *,
+    flags_hold: bool,
+    rekeyed: bool,
+    adopted: bool,
+) -> Affected:
+    """The batch's affected keys. ``flags_hold``: the store marker's key-change and truncate flags still
+    describe the store before this batch (no scan needed); ``rekeyed``: the key columns changed;
+    ``adopted``: the batch brought truncates kept from before the table's first rows (both affect every
+    key)."""
+    touched = (
+        rows.select(key_hash(F.col("__key")).alias("node"))
+        .union(rows.select(key_hash(F.col("__old_key")).alias("node")))
+        .filter(F.col("node").isNotNull())
+        .distinct()
+    )
+    moves = all_changes.filter(is_move()).select(
+        "__lsn", "__pos", key_hash(F.col("__old_key")).alias("u"), key_hash(F.col("__key")).alias("v")
+    )
+    moves = moves.filter(F.col("u").isNotNull() & F.col("v").isNotNull())
+    holds = json.loads(layout.extra.get("holds") or "{}")
+    if flags_hold and {"moves", "truncates"} <= holds.keys():  # the flags and the batch
+        has_moves = bool(holds["moves"]) or not rows.filter(is_move()).isEmpty()
+        has_truncates = bool(holds["truncates"] or meta["truncates"] or adopted)
+    else:
+        held = all_changes.agg(  # one pass: does the store hold a key change, a truncate?
+            F.count(F.when(is_move(), 1)).alias("moves"),
+            F.count(F.when(F.col("__op") == "truncate", 1)).alias("truncates"),
+        ).first()
+        has_moves = bool(held and held["moves"])
+        has_truncates = bool(held and held["truncates"])
+    dropped = any(e["change"] == "dropped" for e in layout.schema_log)  # rows held then lose the column
+    if meta["truncates"] or rekeyed or adopted or dropped:
+        return Affected(None, has_moves, has_truncates)  # a truncate touches every key; a new key, too
+    if not has_moves:  # the affected keys are the batch's own
+        nodes = touched.localCheckpoint(eager=True)
+        return Affected(nodes, has_moves, has_truncates, key_ranges(keys_of(rows, layout.key), layout.key))
+    comps, rounds = linked_keys(moves)
+    hit = comps.join(touched, "node", "left_semi").select("comp").distinct()
+    linked = comps.join(hit, "comp", "left_semi").select("node")
+    nodes = touched.union(linked).distinct().localCheckpoint(eager=True)
+    return Affected(nodes, has_moves, has_truncates, rounds=rounds)
+
+
+def read_changes(all_changes: DataFrame, affected: Affected, layout: TableLayout) -> DataFrame:
+    """Every held change of the affected keys (and every held truncate), materialized; with key changes,
+    ``affected.ranges`` is set from them (every affected key is named by one of its changes)."""
+    if affected.nodes is None:
+        changes = all_changes
+    else:  # one scan: each change under both of its keys, kept once if either is affected
+        nodes = F.explode(F.array(key_hash(F.col("__key")), key_hash(F.col("__old_key"))))
+        held_changes = all_changes
+        if affected.ranges:  # no key changes: a change of an affected key names it under __key or __old_key
+            held_changes = held_changes.filter(
+                " OR ".join(
+                    "(" + " AND ".join(range_sql(affected.ranges, prefix)) + ")"
+                    for prefix in ("`__key`.", "`__old_key`.")
+                )
+            )
+        changes = held_changes.withColumn("node", nodes).join(
+            F.broadcast(affected.nodes), "node", "left_semi"
+        )
+        changes = changes.drop("node")
+        if affected.has_truncates:  # a held truncate ends the versions of every key before it
+            changes = changes.union(all_changes.filter(F.col("__op") == "truncate"))
+        changes = changes.dropDuplicates(["__lsn", "__pos"])
+    changes = changes.localCheckpoint(eager=True)
+    if affected.nodes is not None and affected.has_moves:
+        affected.ranges = key_ranges(keys_of(changes, layout.key), layout.key)
+    return changes
