@@ -4,7 +4,8 @@ the jobs of each step (``resolver.steps``: the description every job of a step c
     python -m bench.steps                                  # samples/seed000: batches 1, 2, 3, batch 1 again
     python -m bench.steps landing/0001.json landing/0002.json
 
-Jobs are summed over the batch's tables; jobs no step claims (Delta's log replays on a thread between steps,
+Jobs and seconds are summed over the batch's tables (a step that runs no job is listed when it takes
+0.05 s or more); jobs no step claims (Delta's log replays on a thread between steps,
 Spark's own) are counted under ``(no step)``. The first batch also pays for the session's warm-up.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import logging
 import os
 import re
 import tempfile
@@ -44,6 +46,11 @@ def step_of(description: str) -> str:
 
 def job_descriptions(spark) -> dict[int, str]:  # type: ignore[no-untyped-def]
     """Every job the status store holds: id -> description (``(no step)`` when it has none)."""
+    return {i: d for i, (d, _, _) in jobs_of(spark).items()}
+
+
+def jobs_of(spark) -> dict[int, tuple[str, str, int]]:  # type: ignore[no-untyped-def]
+    """Every job the status store holds: id -> (description or ``(no step)``, call site, stage count)."""
     sc = spark.sparkContext
     sc._jsc.sc().listenerBus().waitUntilEmpty()  # noqa: SLF001
     out = {}
@@ -51,32 +58,58 @@ def job_descriptions(spark) -> dict[int, str]:  # type: ignore[no-untyped-def]
     while it.hasNext():
         job = it.next()
         described = job.description()
-        out[int(job.jobId())] = str(described.get()) if described.isDefined() else "(no step)"
+        text = str(described.get()) if described.isDefined() else "(no step)"
+        out[int(job.jobId())] = (text, str(job.name()), int(job.stageIds().size()))
     return out
+
+
+class StepTimes(logging.Handler):
+    """Seconds per step, from the DEBUG line ``resolver.steps`` logs at the end of each step."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.seconds: collections.Counter[str] = collections.Counter()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        _table, name, seconds = record.args  # type: ignore[misc]
+        self.seconds[str(name)] += float(seconds)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.steps", description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="*", help="files to ingest, one batch each (default: samples/seed000)")
+    parser.add_argument("--jobs", action="store_true", help="also list every job: step, call site, stages")
     args = parser.parse_args(argv)
     files = args.files or SEED000
     spark = local_session("bench-steps", spark__ui__retainedJobs="1000000")
     assert spark.sparkContext.getLocalProperty(DESCRIPTION) is None
     seen: set[int] = set()
+    times = StepTimes()
+    steps_log = logging.getLogger("resolver.steps")
+    steps_log.addHandler(times)
+    steps_log.setLevel(logging.DEBUG)
     with tempfile.TemporaryDirectory(prefix="bench-steps-") as tmp:
         lake = os.path.join(tmp, "lake")
         for path in files:
+            times.seconds.clear()
             start = time.perf_counter()
             summary = ingest(spark, [path], lake, None)
             seconds = time.perf_counter() - start
-            jobs = {i: d for i, d in job_descriptions(spark).items() if i not in seen}
+            listed = {i: j for i, j in jobs_of(spark).items() if i not in seen}
+            jobs = {i: d for i, (d, _, _) in listed.items()}
             seen.update(jobs)
             steps = collections.Counter(step_of(d) for d in jobs.values())
             tables = len(summary.tables)
             print(f"{os.path.basename(path)}: {seconds:.1f} s, {len(jobs)} Spark jobs, {tables} table(s)")
             for name in (*STEPS, "(no step)"):
-                if steps[name]:
-                    print(f"  {steps[name]:4d}  {name}")
+                if steps[name] or times.seconds[name] >= 0.05:
+                    took = f"{times.seconds[name]:6.2f} s" if name in times.seconds else " " * 8
+                    print(f"  {steps[name]:4d}  {took}  {name}")
+            if args.jobs:
+                for i, (described, site, stages) in sorted(listed.items()):
+                    print(
+                        f"    job {i:5d}  {step_of(described):15s} {stages} stage(s)  {site}  [{described}]"
+                    )
     spark.stop()
     return 0
 

@@ -14,12 +14,13 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from resolver import delta, sql
+from resolver import deletion_vectors, delta, sql
 from resolver.affected import Affected, affected_keys, read_changes
 from resolver.delta import set_properties
 from resolver.explode import TableLayout, explode_events
 from resolver.lake import (
     APPLIED_PROPERTY,
+    DELETION_VECTORS_PROPERTY,
     DROPS_PROPERTY,
     HOLDS_PROPERTY,
     SCHEMA_VERSION_PROPERTY,
@@ -27,7 +28,7 @@ from resolver.lake import (
     history_path,
     snapshot_path,
 )
-from resolver.merge import batch_counts, diff_rows, merge_changes, range_sql
+from resolver.merge import diff_rows, event_counts, merge_changes, range_sql
 from resolver.models import TableSummary
 from resolver.quarantine import bad_value_records
 from resolver.resolve import collapse_untracked, resolve_versions
@@ -49,6 +50,7 @@ class _Tables:
     history: DeltaTable | None
     snapshot: DeltaTable | None
     rekeyed: bool
+    deletion_vectors: bool  # deletion vectors were turned on for the silver tables now
 
 
 @dataclass
@@ -95,15 +97,19 @@ def apply_table(
         versions = _resolve(changes, layout, affected)
     hist_changes, snap_changes = _diffs(spark, name, versions, tables, layout, affected)
     with step(spark, name, "counts"):
-        counts = batch_counts(stored.rows, changes, hist_changes, snap_changes, layout)
-    if tables.history is not None and hist_changes is not None and counts.get("h_total"):
+        counts = event_counts(stored.rows, changes)
+    if tables.history is not None and hist_changes is not None:
         with step(spark, name, "history merge"):
             cols = tables.history.toDF().columns
-            merge_changes(tables.history, hist_changes, [*layout.key, "__start_lsn"], cols, affected.ranges)
-    if tables.snapshot is not None and snap_changes is not None and counts.get("s_total"):
+            written = merge_changes(
+                tables.history, hist_changes, [*layout.key, "__start_lsn"], cols, affected.ranges
+            )
+        counts["h_total"] = sum(written.values())
+    if tables.snapshot is not None and snap_changes is not None:
         with step(spark, name, "snapshot merge"):
             cols = tables.snapshot.toDF().columns
-            merge_changes(tables.snapshot, snap_changes, list(layout.key), cols, affected.ranges)
+            written = merge_changes(tables.snapshot, snap_changes, list(layout.key), cols, affected.ranges)
+        counts.update({f"s_{action}": n for action, n in written.items()})
     bad = bad_value_records(stored.rows, layout) if counts.get("bad") else None
     _mark_applied(spark, lake, layout, tables, stored.version, affected)
     return table_summary(layout, meta, counts, affected.rounds), bad
@@ -118,7 +124,8 @@ def _open(spark: SparkSession, lake: str, layout: TableLayout) -> _Tables:
         store = DeltaTable.forPath(spark, changes_path(lake, name))
         history = DeltaTable.forPath(spark, history_path(lake, name)) if history is not None else None
         snapshot = DeltaTable.forPath(spark, snapshot_path(lake, name)) if snapshot is not None else None
-    return _Tables(store, history, snapshot, rekeyed)
+    silver = [(history_path(lake, name), history), (snapshot_path(lake, name), snapshot)]
+    return _Tables(store, history, snapshot, rekeyed, deletion_vectors.turn_on(spark, layout, silver))
 
 
 def _store(
@@ -251,6 +258,8 @@ def _mark_applied(
     drops = json.dumps(layout.drop_state, sort_keys=True) if layout.drop_state else ""
     if drops and drops != layout.extra.get("drops_was"):
         store_props[DROPS_PROPERTY] = drops
+    if tables.deletion_vectors:
+        store_props[DELETION_VECTORS_PROPERTY] = "true"
     store_props[APPLIED_PROPERTY] = str(version)
     store_props[HOLDS_PROPERTY] = json.dumps(
         {"moves": affected.has_moves, "truncates": affected.has_truncates}

@@ -27,6 +27,7 @@ from resolver.names import qualified, split_qualified
 
 __all__ = [
     "APPLIED_PROPERTY",
+    "DELETION_VECTORS_PROPERTY",
     "DROPS_PROPERTY",
     "HOLDS_PROPERTY",
     "KEY_PROPERTY",
@@ -58,6 +59,8 @@ DROPS_PROPERTY = "resolver.droppedAt"
 APPLIED_PROPERTY = "resolver.appliedVersion"
 #: on the change store, in the same commit: whether the store held a key change, a truncate, at that version
 HOLDS_PROPERTY = "resolver.holds"
+#: on the change store, in the same commit: "true" once the table's silver tables write deletion vectors
+DELETION_VECTORS_PROPERTY = "resolver.deletionVectors"
 #: Longest folder name written as is (file systems allow 255 bytes; ``__history`` and Delta's own names
 #: must still fit beside it).
 MAX_FOLDER = 200

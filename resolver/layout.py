@@ -17,6 +17,7 @@ from resolver.explode import Column_, TableLayout
 from resolver.keys import evolve_key, reported_key
 from resolver.lake import (
     APPLIED_PROPERTY,
+    DELETION_VECTORS_PROPERTY,
     DROPS_PROPERTY,
     HOLDS_PROPERTY,
     KEY_PROPERTY,
@@ -48,11 +49,13 @@ def table_layout(
     renamed = schema.rename_map() if schema else {}
     existing: list[Column_] = []
     props: dict[str, str] = {}
+    store_bytes = 0
     path = changes_path(lake, table)
     if DeltaTable.isDeltaTable(spark, path):
         target = DeltaTable.forPath(spark, path)
-        detail = target.detail().select("properties").first()
+        detail = target.detail().select("properties", "sizeInBytes").first()
         props = dict(detail[0] or {}) if detail else {}
+        store_bytes = int(detail[1] or 0) if detail else 0
         existing = [
             Column_(
                 f.name,
@@ -142,6 +145,8 @@ def table_layout(
             "version": str(version),
             "applied": props.get(APPLIED_PROPERTY, ""),
             "holds": props.get(HOLDS_PROPERTY, ""),
+            "store_bytes": str(store_bytes),
+            "deletion_vectors": props.get(DELETION_VECTORS_PROPERTY, ""),
             "drops_was": json.dumps(json.loads(props.get(DROPS_PROPERTY, "{}")), sort_keys=True)
             if props.get(DROPS_PROPERTY)
             else "",

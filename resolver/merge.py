@@ -12,7 +12,6 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from resolver import sql
-from resolver.explode import TableLayout
 from resolver.store import is_move
 
 
@@ -37,14 +36,9 @@ def diff_rows(
     return joined.select(*picked, action.alias("__action")).filter(F.col("__action").isNotNull())
 
 
-def batch_counts(
-    rows: DataFrame,
-    changes: DataFrame,
-    hist: DataFrame | None,
-    snap: DataFrame | None,
-    layout: TableLayout,
-) -> dict[str, int]:
-    """One aggregate: history/snapshot changes by action, the batch's moves, late events and bad values."""
+def event_counts(rows: DataFrame, changes: DataFrame) -> dict[str, int]:
+    """One aggregate: the batch's moves, late events (older than an event the store held already for a key
+    they touch) and bad values."""
     in_batch = rows.select(*["__lsn", "__pos"]).distinct().withColumn("__in", F.lit(True))
     touches = (
         changes.select("__lsn", "__pos", F.col("__key").alias("__k"))
@@ -62,33 +56,36 @@ def batch_counts(
         .select(F.lit("late").alias("name"))
     )
     labels = rows.dropDuplicates(["__lsn", "__pos"]).filter(is_move()).select(F.lit("moved").alias("name"))
-    for prefix, diff in (("h_", hist), ("s_", snap)):
-        if diff is not None:
-            labels = labels.union(diff.select(F.concat(F.lit(prefix), "__action"))).union(
-                diff.select(F.lit(prefix + "total"))
-            )
     labels = labels.union(rows.select(F.explode("__bad")).select(F.lit("bad"))).union(late)
     return {r["name"]: int(r["n"]) for r in labels.groupBy("name").agg(F.count("*").alias("n")).collect()}
 
 
 def merge_changes(
     target: DeltaTable, changes: DataFrame, key: list[str], cols: list[str], ranges: list[KeyRange]
-) -> None:
-    """One MERGE applying ``changes`` (with ``__action``) to ``target``, matching on ``key`` null-safely.
-    The condition also bounds the target's key columns by ``ranges`` (the affected keys' range) or, when
-    there are none, by the changes' own key range (``_key_bounds``), as literals Delta can skip files with
-    (a join condition alone prunes nothing)."""
+) -> dict[str, int]:
+    """One MERGE applying ``changes`` (with ``__action``) to ``target``, matching on ``key`` null-safely;
+    returns the rows it inserted, updated and deleted (``insert``, ``update``, ``delete``: the MERGE's own
+    result, read without a Spark job). The condition also bounds the target's key columns by ``ranges``
+    (the affected keys' range) or, when there are none, by the changes' own key range (``_key_bounds``),
+    as literals Delta can skip files with (a join condition alone prunes nothing)."""
     bounds = range_sql(ranges, "t.") if ranges else _key_bounds(changes, key)
     on = " AND ".join([*bounds, *[f"t.{sql.ident(k)} <=> s.{sql.ident(k)}" for k in key]])
     values: dict[str, str | Column] = {sql.ident(c): f"s.{sql.ident(c)}" for c in cols}
-    (
+    result = (
         target.alias("t")
         .merge(changes.alias("s"), on)
         .whenMatchedDelete("s.__action = 'delete'")
         .whenMatchedUpdate("s.__action = 'update'", values)
         .whenNotMatchedInsert("s.__action = 'insert'", values)
         .execute()
+        .first()
     )
+    got = result.asDict() if result is not None else {}
+    return {action: int(got.get(column) or 0) for action, column in _RESULT_COLUMNS.items()}
+
+
+#: the columns of a MERGE's result (Delta's ``execute()``) that say what it did
+_RESULT_COLUMNS = {"insert": "num_inserted_rows", "update": "num_updated_rows", "delete": "num_deleted_rows"}
 
 
 _BOUNDED = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.StringType, T.DateType)

@@ -19,8 +19,9 @@ __all__ = ["already_applied", "empty_summary", "table_summary"]
 def table_summary(
     layout: TableLayout, meta: dict[str, Any], counts: dict[str, int], rounds: int
 ) -> TableSummary:
-    """A table's summary of a batch that was applied: what the MERGEs changed, from ``counts``
-    (``resolver.merge.batch_counts``)."""
+    """A table's summary of a batch that was applied, from ``counts``: what the MERGEs changed (``s_insert``,
+    ``s_update``, ``s_delete``, ``h_total``) and the batch's moves, late events and bad values
+    (``resolver.merge.event_counts``)."""
     return TableSummary(
         table=layout.table,
         events=meta["events"],

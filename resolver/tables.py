@@ -10,7 +10,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
-from resolver import delta, sql
+from resolver import deletion_vectors, delta, sql
 from resolver.delta import set_properties
 from resolver.explode import TableLayout
 from resolver.lake import (
@@ -26,9 +26,10 @@ from resolver.lake import (
 log = logging.getLogger(__name__)
 
 
-#: change data feed for readers downstream; deletion vectors so that a MERGE marks the rows it replaces
-#: instead of rewriting every file they are in (merge-on-read: OPTIMIZE / ``resolver optimize`` purges)
-SILVER_PROPERTIES = {"delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": "true"}
+#: change data feed for readers downstream; the deletion-vector feature, in use once the table is large
+#: (``resolver.deletion_vectors``: a MERGE then marks the rows it replaces instead of rewriting every file
+#: they are in; OPTIMIZE / ``resolver optimize`` purges)
+SILVER_PROPERTIES = {"delta.enableChangeDataFeed": "true", **deletion_vectors.OFF}
 
 
 TECH_SNAPSHOT = [("__start_lsn", "bigint"), ("__start_time", "timestamp")]
