@@ -11,12 +11,13 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from resolver import sql
 from resolver.explode import TableLayout
 from resolver.merge import KeyRange, key_ranges, keys_of, range_sql
-from resolver.resolve import linked_keys
+from resolver.resolve import collapse_untracked, linked_keys, resolve_versions
 from resolver.store import is_move, key_hash
 
-__all__ = ["Affected", "affected_keys", "read_changes"]
+__all__ = ["Affected", "affected_keys", "read_changes", "resolve_affected"]
 
 
 @dataclass
@@ -106,3 +107,16 @@ def read_changes(all_changes: DataFrame, affected: Affected, layout: TableLayout
     if affected.nodes is not None and affected.has_moves:
         affected.ranges = key_ranges(keys_of(changes, layout.key), layout.key)
     return changes
+
+
+def resolve_affected(changes: DataFrame, layout: TableLayout, affected: Affected) -> DataFrame:
+    """The affected keys' versions, with their key hash (``__kh``), materialized."""
+    versions, jump_rounds = resolve_versions(
+        changes, layout, moves=affected.has_moves, truncates=affected.has_truncates
+    )
+    affected.rounds += jump_rounds
+    if layout.track:
+        versions = collapse_untracked(versions, layout)
+    return versions.withColumn("__kh", key_hash(F.struct(*[sql.col(k) for k in layout.key]))).localCheckpoint(
+        eager=True
+    )

@@ -5,52 +5,29 @@ snapshot (``resolver.merge``), and leave the marker that says the batch is appli
 
 from __future__ import annotations
 
-import json
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from resolver import deletion_vectors, delta, sql
-from resolver.affected import Affected, affected_keys, read_changes
-from resolver.delta import set_properties
+from resolver import delta, sql
+from resolver.affected import Affected, affected_keys, read_changes, resolve_affected
+from resolver.batch_tables import BatchTables, mark_applied, open_batch_tables
 from resolver.explode import TableLayout, explode_events
-from resolver.lake import (
-    APPLIED_PROPERTY,
-    DELETION_VECTORS_PROPERTY,
-    DROPS_PROPERTY,
-    HOLDS_PROPERTY,
-    SCHEMA_VERSION_PROPERTY,
-    changes_path,
-    history_path,
-    snapshot_path,
-)
+from resolver.first_batch import apply_first_batch, is_first_batch
 from resolver.merge import diff_rows, event_counts, merge_changes, range_sql
 from resolver.models import TableSummary
 from resolver.quarantine import bad_value_records
-from resolver.resolve import collapse_untracked, resolve_versions
-from resolver.schemalog import write_schema_log
+from resolver.schemalog import with_found_drops
 from resolver.steps import step
-from resolver.store import key_hash, rekey, rescan_drops
+from resolver.store import key_hash, rescan_drops
 from resolver.summaries import already_applied, empty_summary, table_summary
-from resolver.tables import open_tables
 from resolver.truncates import defer_truncates, pending_truncates
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class _Tables:
-    """A table's Delta tables for this batch (None: a silver table its settings do not keep)."""
-
-    store: DeltaTable
-    history: DeltaTable | None
-    snapshot: DeltaTable | None
-    rekeyed: bool
-    deletion_vectors: bool  # deletion vectors were turned on for the silver tables now
 
 
 @dataclass
@@ -73,14 +50,17 @@ def apply_table(
         defer_truncates(spark, events, lake, name)
         return empty_summary(name, meta, None), None
     with step(spark, name, "tables"):
-        tables = _open(spark, lake, layout)
+        first = is_first_batch(spark, lake, layout)
+        tables = open_batch_tables(spark, lake, layout)
+    if first:
+        return apply_first_batch(spark, events, lake, meta, layout, tables)
     stored = _store(spark, events, lake, meta, layout, tables)
     if stored.done:
         return already_applied(stored.rows, layout, meta, stored.version)
     all_changes = tables.store.toDF()
     found = rescan_drops(all_changes, layout) if layout.rescan else {}
     if found:  # drops of columns new to the lake (or sent earlier than it knew) found among held inserts
-        layout = _with_drops(spark, lake, layout, found)
+        layout = with_found_drops(spark, lake, layout, found)
     with step(spark, name, "affected keys"):
         affected = affected_keys(
             stored.rows,
@@ -94,7 +74,7 @@ def apply_table(
     with step(spark, name, "read changes"):
         changes = read_changes(all_changes, affected, layout)
     with step(spark, name, "resolve"):
-        versions = _resolve(changes, layout, affected)
+        versions = resolve_affected(changes, layout, affected)
     hist_changes, snap_changes = _diffs(spark, name, versions, tables, layout, affected)
     with step(spark, name, "counts"):
         counts = event_counts(stored.rows, changes)
@@ -111,21 +91,8 @@ def apply_table(
             written = merge_changes(tables.snapshot, snap_changes, list(layout.key), cols, affected.ranges)
         counts.update({f"s_{action}": n for action, n in written.items()})
     bad = bad_value_records(stored.rows, layout) if counts.get("bad") else None
-    _mark_applied(spark, lake, layout, tables, stored.version, affected)
+    mark_applied(spark, lake, layout, tables, stored.version, affected)
     return table_summary(layout, meta, counts, affected.rounds), bad
-
-
-def _open(spark: SparkSession, lake: str, layout: TableLayout) -> _Tables:
-    """The table's Delta tables, created or evolved, and re-keyed when its key columns changed."""
-    name = layout.table
-    store, history, snapshot = open_tables(spark, lake, layout)
-    rekeyed = rekey(spark, lake, layout, store, history, snapshot)
-    if rekeyed:  # the tables' schemas changed under these handles
-        store = DeltaTable.forPath(spark, changes_path(lake, name))
-        history = DeltaTable.forPath(spark, history_path(lake, name)) if history is not None else None
-        snapshot = DeltaTable.forPath(spark, snapshot_path(lake, name)) if snapshot is not None else None
-    silver = [(history_path(lake, name), history), (snapshot_path(lake, name), snapshot)]
-    return _Tables(store, history, snapshot, rekeyed, deletion_vectors.turn_on(spark, layout, silver))
 
 
 def _store(
@@ -134,7 +101,7 @@ def _store(
     lake: str,
     meta: dict[str, Any],
     layout: TableLayout,
-    tables: _Tables,
+    tables: BatchTables,
 ) -> _Stored:
     """Explode the batch and append its new rows to the change store (an insert-only MERGE on (commit LSN,
     position), bounded by the batch's LSN range), with the truncates a new table kept."""
@@ -163,44 +130,11 @@ def _store(
     return _Stored(rows, version, adopted, flags_hold, done)
 
 
-def _with_drops(
-    spark: SparkSession, lake: str, layout: TableLayout, found: dict[str, list[tuple[int, ...]]]
-) -> TableLayout:
-    """The layout with the drop points a rescan of the store found, logged in the schema log."""
-    layout = replace(
-        layout,
-        drops={c: tuple(tuple(p) for p in d["points"]) for c, d in layout.drop_state.items() if d["points"]},
-    )
-    version = int(layout.extra["version"]) + (0 if layout.schema_log else 1)
-    more = [
-        {"table": layout.table, "change": "dropped", "column": c, "lsn": p[0], "version": version}
-        for c, points in sorted(found.items())
-        for p in points
-    ]
-    write_schema_log(spark, lake, [*layout.schema_log, *more])
-    return replace(
-        layout, schema_log=(*layout.schema_log, *more), extra={**layout.extra, "version": str(version)}
-    )
-
-
-def _resolve(changes: DataFrame, layout: TableLayout, affected: Affected) -> DataFrame:
-    """The affected keys' versions, with their key hash (``__kh``), materialized."""
-    versions, jump_rounds = resolve_versions(
-        changes, layout, moves=affected.has_moves, truncates=affected.has_truncates
-    )
-    affected.rounds += jump_rounds
-    if layout.track:
-        versions = collapse_untracked(versions, layout)
-    return versions.withColumn("__kh", key_hash(F.struct(*[sql.col(k) for k in layout.key]))).localCheckpoint(
-        eager=True
-    )
-
-
 def _diffs(
     spark: SparkSession,
     name: str,
     versions: DataFrame,
-    tables: _Tables,
+    tables: BatchTables,
     layout: TableLayout,
     affected: Affected,
 ) -> tuple[DataFrame | None, DataFrame | None]:
@@ -237,31 +171,3 @@ def _diffs(
                 current, was_current, s_cols, ["__kh"], list(layout.key)
             ).localCheckpoint(eager=True)
     return hist_changes, snap_changes
-
-
-def _mark_applied(
-    spark: SparkSession, lake: str, layout: TableLayout, tables: _Tables, version: int, affected: Affected
-) -> None:
-    """The batch's last write: the store's marker (the silver tables now hold everything the store held at
-    ``version``; the store takes no other commit during a batch, and a commit by anyone else only makes
-    the marker stale), with the schema version and drop points the batch changed."""
-    name = layout.table
-    store_props = {}
-    if layout.schema_log and layout.extra["key"]:  # existing tables now have this schema version
-        store_props[SCHEMA_VERSION_PROPERTY] = layout.extra["version"]
-        for path, kept in (
-            (history_path(lake, name), tables.history is not None),
-            (snapshot_path(lake, name), tables.snapshot is not None),
-        ):
-            if kept:
-                set_properties(spark, path, {SCHEMA_VERSION_PROPERTY: layout.extra["version"]})
-    drops = json.dumps(layout.drop_state, sort_keys=True) if layout.drop_state else ""
-    if drops and drops != layout.extra.get("drops_was"):
-        store_props[DROPS_PROPERTY] = drops
-    if tables.deletion_vectors:
-        store_props[DELETION_VECTORS_PROPERTY] = "true"
-    store_props[APPLIED_PROPERTY] = str(version)
-    store_props[HOLDS_PROPERTY] = json.dumps(
-        {"moves": affected.has_moves, "truncates": affected.has_truncates}
-    )
-    set_properties(spark, changes_path(lake, name), store_props)

@@ -22,6 +22,7 @@ __all__ = [
     "COLUMN_MAPPING",
     "QUARANTINE",
     "NO_CHANGE_FEED",
+    "append",
     "ensure_table",
     "insert_new",
     "properties_for_names",
@@ -98,6 +99,16 @@ def insert_new(table: DeltaTable, source: DataFrame, condition: str) -> tuple[di
         return {}, version
     metrics = latest["operationMetrics"] or {}
     return {k: int(v) for k, v in metrics.items() if v is not None and v.isdigit()}, version
+
+
+def append(table: DeltaTable, path: str, rows: DataFrame) -> int:
+    """Append ``rows`` to ``table`` (at ``path``): its columns by name, each cast to the table's type, other
+    columns left out. Returns the table's version afterwards."""
+    fields = table.toDF().schema.fields
+    rows.select(*[sql.col(f.name).cast(f.dataType).alias(f.name) for f in fields]).write.format("delta").mode(
+        "append"
+    ).save(path)
+    return int(_latest(table)["version"])
 
 
 def _latest(table: DeltaTable) -> Any:

@@ -4,6 +4,7 @@ renamed, dropped columns), and the warning for a column that looks renamed witho
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,7 +13,7 @@ from pyspark.sql import types as T
 
 from resolver import delta, sql
 from resolver.evolution import TypeChange
-from resolver.explode import Column_
+from resolver.explode import Column_, TableLayout
 from resolver.lake import (
     schema_log_path,
 )
@@ -118,3 +119,23 @@ def likely_renames(
                     "columns"
                 )
     return out
+
+
+def with_found_drops(
+    spark: SparkSession, lake: str, layout: TableLayout, found: dict[str, list[tuple[int, ...]]]
+) -> TableLayout:
+    """The layout with the drop points a rescan of the store found, logged in the schema log."""
+    layout = replace(
+        layout,
+        drops={c: tuple(tuple(p) for p in d["points"]) for c, d in layout.drop_state.items() if d["points"]},
+    )
+    version = int(layout.extra["version"]) + (0 if layout.schema_log else 1)
+    more = [
+        {"table": layout.table, "change": "dropped", "column": c, "lsn": p[0], "version": version}
+        for c, points in sorted(found.items())
+        for p in points
+    ]
+    write_schema_log(spark, lake, [*layout.schema_log, *more])
+    return replace(
+        layout, schema_log=(*layout.schema_log, *more), extra={**layout.extra, "version": str(version)}
+    )
