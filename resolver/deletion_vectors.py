@@ -19,6 +19,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
 from resolver.delta import set_properties
+from resolver.errors import ConfigError
 from resolver.explode import TableLayout
 
 log = logging.getLogger(__name__)
@@ -33,14 +34,15 @@ ON = {"delta.enableDeletionVectors": "true"}
 
 
 def from_bytes(spark: SparkSession) -> int:
-    """The change-store size from which silver tables use deletion vectors (fails fast on a bad setting)."""
+    """The change-store size from which silver tables use deletion vectors; ``ConfigError`` (one line) for a
+    setting that is not a whole number of bytes (``plan_changes`` asks first, before anything is written)."""
     text = spark.conf.get(FROM_BYTES_SETTING, None) or str(FROM_BYTES_DEFAULT)
     try:
         value = int(text)
     except ValueError:
         value = -1
     if value < 0:
-        raise ValueError(f"{FROM_BYTES_SETTING} is {text!r}; expected a whole number of bytes, 0 or more")
+        raise ConfigError(f"{FROM_BYTES_SETTING} is {text!r}; expected a whole number of bytes, 0 or more")
     return value
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
@@ -25,6 +24,7 @@ __all__ = [
     "append",
     "ensure_table",
     "insert_new",
+    "version",
     "properties_for_names",
     "set_properties",
     "table_path",
@@ -87,18 +87,16 @@ def ensure_table(
 def insert_new(table: DeltaTable, source: DataFrame, condition: str) -> tuple[dict[str, int], int]:
     """Append the source rows that match no target row on ``condition`` (an insert-only MERGE, allowed on
     append-only tables). ``condition`` should carry literal bounds on target columns so Delta can skip
-    files. Returns the MERGE's operation metrics (rows inserted, files scanned, ...; empty when the MERGE
-    committed nothing) and the table's version afterwards."""
-    before = _latest(table)["version"]
+    files. Returns ``{"numTargetRowsInserted": n}`` (empty when nothing was inserted, so nothing was
+    committed) and the table's version afterwards."""
     # every column by name, quoted: Delta's insert-all quotes names without doubling a backtick inside
     values = {sql.ident(c): f"s.{sql.ident(c)}" for c in source.columns}
-    table.alias("t").merge(source.alias("s"), condition).whenNotMatchedInsert(values=values).execute()
-    latest = _latest(table)
-    version = int(latest["version"])
-    if version == before:  # nothing was committed
-        return {}, version
-    metrics = latest["operationMetrics"] or {}
-    return {k: int(v) for k, v in metrics.items() if v is not None and v.isdigit()}, version
+    result = (
+        table.alias("t").merge(source.alias("s"), condition).whenNotMatchedInsert(values=values).execute()
+    )
+    got = result.first()  # the MERGE's own counts: a local result, no Spark job
+    inserted = int(got["num_inserted_rows"] or 0) if got is not None else 0
+    return ({"numTargetRowsInserted": inserted} if inserted else {}), version(table)
 
 
 def append(table: DeltaTable, path: str, rows: DataFrame) -> int:
@@ -108,12 +106,15 @@ def append(table: DeltaTable, path: str, rows: DataFrame) -> int:
     rows.select(*[sql.col(f.name).cast(f.dataType).alias(f.name) for f in fields]).write.format("delta").mode(
         "append"
     ).save(path)
-    return int(_latest(table)["version"])
+    return version(table)
 
 
-def _latest(table: DeltaTable) -> Any:
-    """The latest commit's version and metrics, read from the Delta log (no data is scanned)."""
-    return table.history(1).select("version", "operationMetrics").first()
+def version(table: DeltaTable) -> int:
+    """The table's version as this process knows it, without a Spark job (reading the table's history
+    runs one): right after a write through it, the version of that write's commit, because Delta moves
+    its log's snapshot on when it commits, and a MERGE first brings the snapshot up to the latest commit.
+    A commit by another process after that is not seen; the markers that use the version only go stale."""
+    return int(table._jdt.deltaLog().unsafeVolatileSnapshot().version())  # noqa: SLF001
 
 
 def set_properties(spark: SparkSession, path: str, props: dict[str, str]) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from resolver.deletion_vectors import from_bytes
 from resolver.errors import ConfigError
 from resolver.evolution import TypeChange
 from resolver.explode import TableLayout
@@ -72,6 +73,7 @@ def plan_changes(
         for table, layout in sorted(plan.layouts.items()):
             print(table, layout.key if layout else "(columns not known yet)")
     """
+    from_bytes(spark)  # a bad setting fails here, before anything is written
     policies = policies or Policies()
     failed: dict[str, str] | None = {} if isolate else None
 

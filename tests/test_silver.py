@@ -118,3 +118,56 @@ def test_a_batch_applied_again_is_found_applied_without_resolving(
     assert not any("already applied" in n for n in stale.notes), stale.notes
     assert [_rows(spark, p, ["id", "value", "__start_lsn"]) for p in paths] == rows
     assert any("already applied" in n for n in ingest(spark, files, lake, "wal2json-v2").tables[0].notes)
+
+
+def test_deletion_vectors_are_used_once_the_change_store_is_large_enough(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Silver tables are created with the deletion-vector feature supported but not in use; once the change
+    store reaches ``spark.resolver.deletionVectors.fromBytes`` (0 here: from the second batch), both turn
+    deletion vectors on for good, the store records it, and the MERGEs that follow (this reordered delivery
+    deletes and rewrites versions) leave the rows the article expects."""
+    from delta.tables import DeltaTable
+
+    from resolver.deletion_vectors import FROM_BYTES_SETTING
+    from resolver.lake import DELETION_VECTORS_PROPERTY, changes_path
+
+    def properties(path: str) -> dict[str, str]:
+        return dict(DeltaTable.forPath(spark, path).detail().select("properties").first()[0])
+
+    lake = str(tmp_path / "lake")
+    table = "public.characters"
+    silver = [history_path(lake, table), snapshot_path(lake, table)]
+    ingest(spark, [str(SEED / "batch3.json")], lake, "wal2json-v2")
+    assert [properties(p).get("delta.enableDeletionVectors") for p in silver] == ["false", "false"]
+    spark.conf.set(FROM_BYTES_SETTING, "0")
+    try:
+        for name in ("batch2.json", "batch1.json", "batch2.json"):
+            ingest(spark, [str(SEED / name)], lake, "wal2json-v2")
+    finally:
+        spark.conf.unset(FROM_BYTES_SETTING)
+    assert [properties(p).get("delta.enableDeletionVectors") for p in silver] == ["true", "true"]
+    assert properties(changes_path(lake, table)).get(DELETION_VECTORS_PROPERTY) == "true"
+    written = DeltaTable.forPath(spark, silver[0]).history().select("operationMetrics").collect()
+    assert any(int((m[0] or {}).get("numDeletionVectorsAdded", "0")) > 0 for m in written)
+    history = _expected("history")
+    assert _rows(spark, silver[0], list(history[0])) == history
+    snapshot = _expected("snapshot")
+    assert _rows(spark, silver[1], list(snapshot[0])) == snapshot
+
+
+def test_a_bad_deletion_vector_setting_fails_with_one_line(spark: SparkSession, tmp_path: Path) -> None:
+    from resolver.deletion_vectors import FROM_BYTES_SETTING
+    from resolver.errors import ConfigError
+
+    lake = str(tmp_path / "lake")
+    ingest(spark, [str(SEED / "batch1.json")], lake, "wal2json-v2")
+    spark.conf.set(FROM_BYTES_SETTING, "32MB")
+    try:
+        summary = ingest(spark, [str(SEED / "batch2.json")], lake, "wal2json-v2")
+    except ConfigError as e:
+        assert str(e) == f"{FROM_BYTES_SETTING} is '32MB'; expected a whole number of bytes, 0 or more"
+    else:
+        raise AssertionError(f"a bad setting was taken: {summary}")
+    finally:
+        spark.conf.unset(FROM_BYTES_SETTING)
