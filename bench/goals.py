@@ -305,14 +305,14 @@ class Bench:
             note=f"{jobs:.0f} Spark jobs per batch (budget 8 snapshot / 10 history; every apply writes both)",
             why=f"The fixed cost: {jobs:.0f} Spark jobs per batch against "
             f"{statistics.median(r.jobs for r in append):.0f} for the append: the batch's metadata "
-            "aggregates (3 collects and the store's properties), the change store's insert-only MERGE (5), "
-            "the affected keys and their range (about 5), the history and snapshot "
-            "reads and diffs (about 10 each, half of them Delta's own snapshot and file-skipping jobs), a "
-            "counts aggregate (7), and two MERGEs with deletion vectors (about 15 each). Three Delta MERGE "
-            "commits alone take more than 3x a 100-row append here, so the ratio cannot reach 3 while a "
-            "batch writes the store, the history and the snapshot; the job budget of 8-10 is below what "
-            "one Delta MERGE runs. What would move it: counts taken from the MERGE metrics, one "
-            "metadata aggregate per batch.",
+            "aggregates (3 collects and the store's properties), the change store's insert-only MERGE (3), "
+            "the affected keys and their range (about 5), the held changes (5), the history and snapshot "
+            "reads and diffs (about 10 each, half of them Delta's own snapshot and file-skipping jobs), the "
+            "late/moved/bad counts (6), and two MERGEs (8 each without deletion vectors, which a table uses "
+            "only past 32 MiB: resolver/deletion_vectors.py). Three Delta MERGE commits alone take more than "
+            "3x a 100-row append here, so the ratio cannot reach 3 while a batch writes the store, the "
+            "history and the snapshot; the job budget of 8-10 is below what one Delta MERGE runs. "
+            "`python -m bench.steps --jobs` lists every job of a batch by step.",
         )
 
     def g4_resolution(self) -> Goal:
