@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -16,6 +15,7 @@ from resolver.explode import TableLayout
 from resolver.merge import KeyRange, key_ranges, keys_of, range_sql
 from resolver.resolve import collapse_untracked, linked_keys, resolve_versions
 from resolver.store import is_move, key_hash
+from resolver.tablemeta import TableMeta
 
 __all__ = ["Affected", "affected_keys", "read_changes", "resolve_affected"]
 
@@ -37,7 +37,7 @@ def affected_keys(
     rows: DataFrame,
     all_changes: DataFrame,
     layout: TableLayout,
-    meta: dict[str, Any],
+    meta: TableMeta,
     *,
     flags_hold: bool,
     rekeyed: bool,
@@ -60,7 +60,7 @@ def affected_keys(
     holds = json.loads(layout.extra.get("holds") or "{}")
     if flags_hold and {"moves", "truncates"} <= holds.keys():  # the flags and the batch
         has_moves = bool(holds["moves"]) or not rows.filter(is_move()).isEmpty()
-        has_truncates = bool(holds["truncates"] or meta["truncates"] or adopted)
+        has_truncates = bool(holds["truncates"] or meta.truncates or adopted)
     else:
         held = all_changes.agg(  # one pass: does the store hold a key change, a truncate?
             F.count(F.when(is_move(), 1)).alias("moves"),
@@ -69,7 +69,7 @@ def affected_keys(
         has_moves = bool(held and held["moves"])
         has_truncates = bool(held and held["truncates"])
     dropped = any(e["change"] == "dropped" for e in layout.schema_log)  # rows held then lose the column
-    if meta["truncates"] or rekeyed or adopted or dropped:
+    if meta.truncates or rekeyed or adopted or dropped:
         return Affected(None, has_moves, has_truncates)  # a truncate touches every key; a new key, too
     if not has_moves:  # the affected keys are the batch's own
         nodes = touched.localCheckpoint(eager=True)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
@@ -25,6 +24,7 @@ from resolver.schemalog import with_found_drops
 from resolver.steps import step
 from resolver.store import key_hash, rescan_drops
 from resolver.summaries import already_applied, empty_summary, table_summary
+from resolver.tablemeta import TableMeta
 from resolver.truncates import defer_truncates, pending_truncates
 
 log = logging.getLogger(__name__)
@@ -42,10 +42,10 @@ class _Stored:
 
 
 def apply_table(
-    spark: SparkSession, events: DataFrame, lake: str, meta: dict[str, Any], layout: TableLayout | None
+    spark: SparkSession, events: DataFrame, lake: str, meta: TableMeta, layout: TableLayout | None
 ) -> tuple[TableSummary, DataFrame | None]:
     """Bring one table's silver tables up to date; also returns its quarantine records, if any."""
-    name = meta["table"]
+    name = meta.table
     if layout is None:
         defer_truncates(spark, events, lake, name)
         return empty_summary(name, meta, None), None
@@ -99,7 +99,7 @@ def _store(
     spark: SparkSession,
     events: DataFrame,
     lake: str,
-    meta: dict[str, Any],
+    meta: TableMeta,
     layout: TableLayout,
     tables: BatchTables,
 ) -> _Stored:
@@ -115,8 +115,8 @@ def _store(
         if pending is not None:
             batch, adopted = batch.unionByName(pending), True
     condition = "t.__lsn = s.__lsn AND t.__pos = s.__pos"
-    if meta["lo"] is not None:
-        condition = f"t.__lsn BETWEEN {int(meta['lo'])} AND {int(meta['hi'])} AND " + condition
+    if meta.lo is not None:
+        condition = f"t.__lsn BETWEEN {int(meta.lo)} AND {int(meta.hi or meta.lo)} AND " + condition
     with step(spark, name, "store merge"):
         inserted, version = delta.insert_new(store, batch, condition)
     applied = layout.extra.get("applied", "")

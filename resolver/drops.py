@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from resolver.tablemeta import TableMeta
+
 
 def drop_points(
     known: dict[str, dict[str, Any]],
-    meta: dict[str, Any],
+    meta: TableMeta,
     names: list[str],
     key: tuple[str, ...],
     renamed: dict[str, str],
@@ -28,10 +30,10 @@ def drop_points(
     }
     first: dict[str, tuple[int, int]] = {}
     last: dict[str, tuple[int, int]] = {}
-    for name, at in meta["first"].items():
+    for name, at in meta.first.items():
         lake_name = renamed.get(name, name)
         first[lake_name] = min(first.get(lake_name, at), at)
-        end = meta["last"][name]
+        end = meta.last[name]
         last[lake_name] = max(last.get(lake_name, end), end)
     rescan: dict[str, tuple[Any, Any]] = {}
     for c in names:
@@ -45,8 +47,9 @@ def drop_points(
         if d["points"] and (d["carried"] is None or tuple(d["carried"]) < last[c]):
             d["carried"] = last[c]  # sent again after a drop (added back)
     added: dict[str, list[tuple[int, ...]]] = {}
-    for cols, point in sorted(meta["insert_sets"], key=lambda s: s[1]):
-        carried = {renamed.get(n, n) for n in cols}
+    for inserts in sorted(meta.insert_sets, key=lambda s: s.first):
+        point = inserts.first
+        carried = {renamed.get(n, n) for n in inserts.columns}
         for c in names:
             state = out.get(c)
             if c in carried or c in rescan or not state or not state["first"]:

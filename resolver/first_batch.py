@@ -8,8 +8,6 @@ A run killed part-way leaves tables that exist, so the next run takes the genera
 
 from __future__ import annotations
 
-from typing import Any
-
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -25,6 +23,7 @@ from resolver.schemalog import with_found_drops
 from resolver.steps import step
 from resolver.store import is_move, rescan_drops
 from resolver.summaries import table_summary
+from resolver.tablemeta import TableMeta
 from resolver.truncates import pending_truncates
 
 __all__ = ["apply_first_batch", "is_first_batch"]
@@ -47,7 +46,7 @@ def apply_first_batch(
     spark: SparkSession,
     events: DataFrame,
     lake: str,
-    meta: dict[str, Any],
+    meta: TableMeta,
     layout: TableLayout,
     tables: BatchTables,
 ) -> tuple[TableSummary, DataFrame | None]:

@@ -3,15 +3,14 @@ accumulates (no key -> index identity -> FULL identity). No Spark."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from resolver.errors import ConfigError
 from resolver.lake import KEY_SOURCE_PROPERTY
+from resolver.tablemeta import TableMeta
 from resolver.tableschema import TableSchema
 
 
 def reported_key(
-    meta: dict[str, Any], schema: TableSchema | None, renamed: dict[str, str], names: list[str]
+    meta: TableMeta, schema: TableSchema | None, renamed: dict[str, str], names: list[str]
 ) -> tuple[tuple[str, ...], str] | None:
     """The key the schema file or the batch gives, and where it came from (``KEY_SOURCES``).
 
@@ -21,16 +20,16 @@ def reported_key(
     index identity (USING INDEX) is the same NOT NULL columns in every event."""
     if schema and schema.primary_key:
         return tuple(schema.primary_key), "schema_file"
-    if meta["pks"]:
-        pks = sorted({tuple(renamed.get(k, k) for k in pk) for pk in meta["pks"]})
+    if meta.pks:
+        pks = sorted({tuple(renamed.get(k, k) for k in pk) for pk in meta.pks})
         if len(pks) > 1:
             raise ConfigError(
-                f"table {meta['table']}: the batch reports different primary keys "
+                f"table {meta.table}: the batch reports different primary keys "
                 f"{', '.join(str(list(p)) for p in pks)}; if a key column was renamed, add renamed_from "
-                f"hints to {meta['table']}.yaml (columns: - name: <new name>, renamed_from: [<old name>])"
+                f"hints to {meta.table}.yaml (columns: - name: <new name>, renamed_from: [<old name>])"
             )
         return pks[0], "primary_key"
-    idents = {tuple(sorted(renamed.get(k, k) for k in ident)) for ident in meta["identities"]}
+    idents = {tuple(sorted(renamed.get(k, k) for k in ident)) for ident in meta.identities}
     if not idents:
         return None
     if len(idents) > 1 or any(set(i) >= set(names) and len(i) > 1 for i in idents):

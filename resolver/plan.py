@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -20,6 +19,7 @@ from resolver.metadata import batch_metadata
 from resolver.pipeline import TableSettings
 from resolver.policy import Policies
 from resolver.rejects import unknown_reasons, unsafe_reasons
+from resolver.tablemeta import TableMeta
 from resolver.tableschema import TableSchema
 
 PARALLEL_TABLES = 4
@@ -32,7 +32,7 @@ class BatchPlan:
     policies send to quarantine (``rejected``, quarantine records; None when there are none) with the
     events left to apply (``accepted``)."""
 
-    meta: dict[str, dict[str, Any]]
+    meta: dict[str, TableMeta]
     layouts: dict[str, TableLayout | None]
     accepted: DataFrame | None = None
     rejected: DataFrame | None = None
@@ -77,7 +77,7 @@ def plan_changes(
     policies = policies or Policies()
     failed: dict[str, str] | None = {} if isolate else None
 
-    def metadata(events: DataFrame) -> dict[str, dict[str, Any]]:
+    def metadata(events: DataFrame) -> dict[str, TableMeta]:
         meta = batch_metadata(events)  # per table: leaving a table out changes no other table's
         return {t: m for t, m in meta.items() if include is None or include(t)}
 
@@ -113,7 +113,7 @@ def plan_changes(
 def _layouts(
     spark: SparkSession,
     lake: str,
-    meta: dict[str, dict[str, Any]],
+    meta: dict[str, TableMeta],
     schemas: Mapping[str, TableSchema],
     policies: Policies,
     settings: Callable[[str], TableSettings] | None,
@@ -134,7 +134,7 @@ def _layouts(
         if options.key:  # the pipeline's key wins over the schema file's and the stream's
             schema = (schema or TableSchema(table=table)).model_copy(update={"primary_key": options.key})
         policy = (schema.unsafe_type_change if schema else None) or policies.unsafe_type_change
-        out = table_layout(spark, lake, table, {**meta[table], "table": table}, schema, policy)
+        out = table_layout(spark, lake, table, meta[table], schema, policy)
         if out is None:
             return None
         missing = [c for c in options.track_history or [] if c not in out.names]

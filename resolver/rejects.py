@@ -4,15 +4,14 @@ columns, and carrying a type their lake column cannot widen to, as Spark express
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from resolver.errors import ConfigError
 from resolver.explode import TableLayout
-from resolver.metadata import where_first
 from resolver.policy import Policies, Policy
+from resolver.tablemeta import TableMeta
 from resolver.tableschema import TableSchema
 
 
@@ -42,7 +41,7 @@ def _carries(names: list[str]) -> Column:
 
 
 def unknown_reasons(
-    meta: dict[str, dict[str, Any]],
+    meta: dict[str, TableMeta],
     schemas: Mapping[str, TableSchema] | None,
     policies: Policies,
     failed: dict[str, str] | None,
@@ -63,15 +62,13 @@ def unknown_reasons(
     return reasons
 
 
-def _unknown_in(
-    table: str, meta: dict[str, Any], schema: TableSchema | None, policies: Policies
-) -> list[Column]:
+def _unknown_in(table: str, meta: TableMeta, schema: TableSchema | None, policies: Policies) -> list[Column]:
     """The quarantine reasons of one table (see ``unknown_reasons``)."""
     if schema is None:
         if policies.unknown_table == Policy.FAIL:
             raise ConfigError(
-                f"table {table} has no schema file: found {meta['events'] + meta['skipped']} event(s), the "
-                f"first at {where_first(meta)}, expected {table}.yaml in the schemas folder "
+                f"table {table} has no schema file: found {meta.events + meta.skipped} event(s), the "
+                f"first at {meta.where_first()}, expected {table}.yaml in the schemas folder "
                 "(unknown_table is 'fail'; nothing was written)"
             )
         if policies.unknown_table == Policy.QUARANTINE:
@@ -82,11 +79,11 @@ def _unknown_in(
     policy = schema.unknown_columns or policies.unknown_columns
     if known is None or policy == Policy.EVOLVE:
         return []
-    unknown = [c for c in sorted(set(meta["columns"]) | set(meta["old_keys"])) if c not in known]
+    unknown = [c for c in sorted(set(meta.columns) | set(meta.old_keys)) if c not in known]
     if unknown and policy == Policy.FAIL:
         raise ConfigError(
             f"table {table}: column {unknown[0]} is not in {table}.yaml, first at "
-            f"{where_first(meta, unknown[0])}; "
+            f"{meta.where_first(unknown[0])}; "
             f"expected one of {', '.join(sorted(known))} "
             "(add it to the file's columns, or a renamed_from; "
             "unknown_columns is 'fail'; nothing was written)"

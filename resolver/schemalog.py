@@ -17,6 +17,7 @@ from resolver.explode import Column_, TableLayout
 from resolver.lake import (
     schema_log_path,
 )
+from resolver.tablemeta import TableMeta
 from resolver.wal2json import format_lsn
 
 SCHEMA_LOG_SCHEMA = T.StructType(
@@ -56,7 +57,7 @@ def write_schema_log(spark: SparkSession, lake: str, rows: list[dict[str, Any]])
 
 def schema_log_entries(
     table: str,
-    meta: dict[str, Any],
+    meta: TableMeta,
     known: set[str],
     cols: tuple[Column_, ...],
     changes: list[TypeChange],
@@ -65,10 +66,10 @@ def schema_log_entries(
 ) -> list[dict[str, Any]]:
     """Rows of ``_resolver/schema_log`` for what this batch changes in the table's schema."""
     first: dict[str, tuple[int, int]] = {}
-    for name, at in meta["first"].items():  # a lake column's first event, under any of its names
+    for name, at in meta.first.items():  # a lake column's first event, under any of its names
         lake_name = renamed.get(name, name)
         first[lake_name] = min(first.get(lake_name, at), at)
-    pg_types = {renamed.get(n, n): e[-1][0] for n, e in meta["types"].items() if e}
+    pg_types = {renamed.get(n, n): e[-1].type for n, e in meta.types.items() if e}
     entries = []
     for c in cols:
         if c.name not in known:
@@ -91,7 +92,7 @@ def schema_log_entries(
 
 def likely_renames(
     table: str,
-    meta: dict[str, Any],
+    meta: TableMeta,
     lake: list[Column_],
     columns: dict[str, Column_],
     renamed: dict[str, str],
@@ -100,7 +101,7 @@ def likely_renames(
     column of the same type is no longer sent (the batch's last event carrying it is older, or the batch
     inserts rows without it), and no ``renamed_from`` hint links them."""
     known = {c.name for c in lake}
-    first = meta["first"]
+    first = meta.first
     out = []
     for name, at in first.items():
         if name in known or name in renamed or any(name in c.renamed_from for c in columns.values()):
@@ -109,8 +110,8 @@ def likely_renames(
         for old in columns.values():
             if old.name == name or old.type != typ:
                 continue
-            gone = meta["last"].get(old.name)
-            stopped = gone < at if gone is not None else (meta["last_insert"] or (-1, -1)) >= at
+            gone = meta.last.get(old.name)
+            stopped = gone < at if gone is not None else (meta.last_insert or (-1, -1)) >= at
             if stopped:
                 out.append(
                     f"column {name} ({typ}) first appears at commit LSN {format_lsn(at[0])} and {old.name} "

@@ -98,7 +98,7 @@ def apply_changes(
 
     def one(table: str) -> tuple[TableSummary, DataFrame | None]:
         try:
-            result = apply_table(spark, events, lake, {**meta[table], "table": table}, plan.layouts[table])
+            result = apply_table(spark, events, lake, meta[table], plan.layouts[table])
         except Exception as e:
             if not isolate:
                 raise

@@ -3,8 +3,6 @@ or the table failed)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -12,20 +10,19 @@ from resolver.explode import TableLayout
 from resolver.models import TableSummary
 from resolver.quarantine import bad_value_records
 from resolver.store import is_move
+from resolver.tablemeta import TableMeta
 
 __all__ = ["already_applied", "empty_summary", "table_summary"]
 
 
-def table_summary(
-    layout: TableLayout, meta: dict[str, Any], counts: dict[str, int], rounds: int
-) -> TableSummary:
+def table_summary(layout: TableLayout, meta: TableMeta, counts: dict[str, int], rounds: int) -> TableSummary:
     """A table's summary of a batch that was applied, from ``counts``: what the MERGEs changed (``s_insert``,
     ``s_update``, ``s_delete``, ``h_total``) and the batch's moves, late events and bad values
     (``resolver.merge.event_counts``)."""
     return TableSummary(
         table=layout.table,
-        events=meta["events"],
-        skipped=meta["skipped"],
+        events=meta.events,
+        skipped=meta.skipped,
         inserted=counts.get("s_insert", 0),
         updated=counts.get("s_update", 0),
         deleted=counts.get("s_delete", 0),
@@ -39,7 +36,7 @@ def table_summary(
 
 
 def already_applied(
-    rows: DataFrame, layout: TableLayout, meta: dict[str, Any], store_version: int
+    rows: DataFrame, layout: TableLayout, meta: TableMeta, store_version: int
 ) -> tuple[TableSummary, DataFrame | None]:
     """The summary of a batch whose every event the store already held, with silver up to date: the
     batch's own moves and bad values (one small aggregate), nothing resolved or written. Its bad values
@@ -55,8 +52,8 @@ def already_applied(
     )
     return TableSummary(
         table=layout.table,
-        events=meta["events"],
-        skipped=meta["skipped"],
+        events=meta.events,
+        skipped=meta.skipped,
         inserted=0,
         updated=0,
         deleted=0,
@@ -69,12 +66,12 @@ def already_applied(
     ), (bad_value_records(rows, layout) if bad else None)
 
 
-def empty_summary(table: str, meta: dict[str, Any] | None, error: str | None) -> TableSummary:
+def empty_summary(table: str, meta: TableMeta | None, error: str | None) -> TableSummary:
     """A table's summary when nothing was applied to it (columns not known yet, or it failed)."""
     return TableSummary(
         table=table,
-        events=meta["events"] if meta else 0,
-        skipped=meta["skipped"] if meta else 0,
+        events=meta.events if meta else 0,
+        skipped=meta.skipped if meta else 0,
         inserted=0,
         updated=0,
         deleted=0,

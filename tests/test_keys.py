@@ -12,13 +12,14 @@ import pytest
 
 from resolver.errors import ConfigError
 from resolver.keys import evolve_key, reported_key
+from resolver.tablemeta import TableMeta
 from resolver.tableschema import TableSchema
 
 NAMES = ["rid", "msg", "amt"]
 
 
-def meta(pks: list[list[str]] | None = None, identities: list[list[str]] | None = None) -> dict[str, Any]:
-    return {"pks": pks or [], "identities": identities or []}
+def meta(pks: list[list[str]] | None = None, identities: list[list[str]] | None = None) -> TableMeta:
+    return TableMeta("t", pks=pks or [], identities=identities or [])
 
 
 def props(key: list[str], source: str) -> dict[str, str]:
