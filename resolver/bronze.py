@@ -16,10 +16,10 @@ from pyspark.sql import functions as F
 from resolver import delta, sql
 from resolver.models import Format, IngestSummary, TableSummary
 from resolver.pipeline import TableSettings
-from resolver.plan import plan_changes
+from resolver.plan import BatchPlan, plan_changes
 from resolver.policy import Policies
 from resolver.quarantine import write_quarantine
-from resolver.read import EVENT_SCHEMA, QUARANTINE_SCHEMA, read_wal2json
+from resolver.read import EVENT_SCHEMA, QUARANTINE_SCHEMA, ParsedBatch, read_wal2json
 from resolver.silver import apply_changes
 from resolver.steps import step
 from resolver.tableschema import TableSchema, load_schemas
@@ -77,17 +77,8 @@ def ingest(
             )
         with step(spark, "ingest", "read and count"):
             counts = batch.counts()
-        with step(spark, "ingest", "quarantine"):
-            quarantined = (
-                write_quarantine(spark, lake, batch.quarantine, batch.files) if counts["quarantined"] else 0
-            )
-        refused = 0
-        if plan.rejected is not None:  # events a quarantine policy took out of the batch
-            records = plan.rejected.withColumn("format", F.lit(batch.format.value))
-            records = records.select(*QUARANTINE_SCHEMA.fieldNames())
-            with step(spark, "ingest", "quarantine"):
-                refused = write_quarantine(spark, lake, records, batch.files)
-            plan = replace(plan, rejected=None)
+        quarantined, refused = _quarantine(spark, lake, batch, plan, counts)
+        plan = replace(plan, rejected=None)
         events = plan.accepted if plan.accepted is not None else batch.events
         with step(spark, "ingest", "bronze"):
             metrics, version = write_bronze(
@@ -119,6 +110,22 @@ def ingest(
         bronze_version=version,
         tables=tables,
     )
+
+
+def _quarantine(
+    spark: SparkSession, lake: str, batch: ParsedBatch, plan: BatchPlan, counts: dict[str, int]
+) -> tuple[int, int]:
+    """Send the records the reader could not read, and the events a quarantine policy took out of the
+    batch, to the quarantine table; returns how many of each were new there."""
+    with step(spark, "ingest", "quarantine"):
+        unread = write_quarantine(spark, lake, batch.quarantine, batch.files) if counts["quarantined"] else 0
+    refused = 0
+    if plan.rejected is not None:  # events a quarantine policy took out of the batch
+        records = plan.rejected.withColumn("format", F.lit(batch.format.value))
+        records = records.select(*QUARANTINE_SCHEMA.fieldNames())
+        with step(spark, "ingest", "quarantine"):
+            refused = write_quarantine(spark, lake, records, batch.files)
+    return unread, refused
 
 
 def write_bronze(

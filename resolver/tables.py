@@ -51,7 +51,6 @@ def open_tables(
     """The change store, history and snapshot of the table, created or widened to the layout's columns
     (None for a silver table the table's settings do not keep)."""
     source = T.StructType([T.StructField(c.name, T._parse_datatype_string(c.type)) for c in layout.columns])  # noqa: SLF001
-    key_t = layout.key_struct_type()
     props = {
         KEY_PROPERTY: json.dumps(list(layout.key)),
         KEY_SOURCE_PROPERTY: layout.key_source,
@@ -59,6 +58,36 @@ def open_tables(
         TABLE_PROPERTY: layout.table,
         **delta.properties_for_names(c.name for c in layout.columns),
     }
+    store_schema, history_schema, snapshot_schema = _schemas(source, layout.key_struct_type())
+    cluster = layout.key if layout.cluster else ()
+    store = _open(
+        spark,
+        changes_path(lake, layout.table),
+        store_schema,
+        {"delta.appendOnly": "true", **props},
+        f"{layout.table}: typed change events",
+        (),
+        source,
+        layout,
+    )
+    history = snapshot = None
+    if layout.history:
+        path = history_path(lake, layout.table)
+        comment = f"{layout.table}: history (SCD2)"
+        history = _open(
+            spark, path, history_schema, {**SILVER_PROPERTIES, **props}, comment, cluster, source, layout
+        )
+    if layout.snapshot:
+        path = snapshot_path(lake, layout.table)
+        comment = f"{layout.table}: snapshot (SCD1)"
+        snapshot = _open(
+            spark, path, snapshot_schema, {**SILVER_PROPERTIES, **props}, comment, cluster, source, layout
+        )
+    return store, history, snapshot
+
+
+def _schemas(source: T.StructType, key_t: T.StructType) -> tuple[T.StructType, T.StructType, T.StructType]:
+    """The change store's, history's and snapshot's schemas for the table's columns."""
     store_schema = T.StructType(
         [
             T.StructField("__lsn", T.LongType()),
@@ -82,56 +111,37 @@ def open_tables(
     snapshot_schema = T.StructType(
         [*source.fields, *[T.StructField(n, T._parse_datatype_string(t)) for n, t in TECH_SNAPSHOT]]  # noqa: SLF001
     )
-    out: list[DeltaTable | None] = []
-    cluster = layout.key if layout.cluster else ()
-    for path, schema, extra, comment, keep, by in (
-        (
-            changes_path(lake, layout.table),
-            store_schema,
-            {"delta.appendOnly": "true"},
-            "typed change events",
-            True,
-            (),
-        ),
-        (
-            history_path(lake, layout.table),
-            history_schema,
-            SILVER_PROPERTIES,
-            "history (SCD2)",
-            layout.history,
-            cluster,
-        ),
-        (
-            snapshot_path(lake, layout.table),
-            snapshot_schema,
-            SILVER_PROPERTIES,
-            "snapshot (SCD1)",
-            layout.snapshot,
-            cluster,
-        ),
-    ):
-        if not keep:
-            out.append(None)
-            continue
-        table = delta.ensure_table(spark, path, schema, {**extra, **props}, f"{layout.table}: {comment}", by)
-        if _rename(spark, path, {f.name for f in table.toDF().schema.fields}, layout):
-            table = DeltaTable.forPath(spark, path)
-        have = {f.name: f.dataType for f in table.toDF().schema.fields}
-        new = [f for f in source.fields if f.name not in have]
-        changed = [f for f in source.fields if f.name not in have or have[f.name] != f.dataType]
-        if any(isinstance(f.dataType, T.TimestampNTZType) for f in changed):
-            set_properties(spark, path, {"delta.feature.timestampNtz": "supported"})
-        if new and delta.properties_for_names(f.name for f in new):
-            set_properties(spark, path, delta.properties_for_names(f.name for f in new))
-        if new:
-            spec = ", ".join(f"{sql.ident(f.name)} {f.dataType.simpleString()}" for f in new)
-            spark.sql(f"ALTER TABLE {sql.delta_path(path)} ADD COLUMNS ({spec})")
-        widened = _widen(spark, path, have, source, layout)
-        if new or widened:
-            table = DeltaTable.forPath(spark, path)
-        out.append(table)
-    assert out[0] is not None
-    return out[0], out[1], out[2]
+    return store_schema, history_schema, snapshot_schema
+
+
+def _open(
+    spark: SparkSession,
+    path: str,
+    schema: T.StructType,
+    props: dict[str, str],
+    comment: str,
+    cluster: tuple[str, ...],
+    source: T.StructType,
+    layout: TableLayout,
+) -> DeltaTable:
+    """One Delta table of the table, created if new, its columns renamed, added and widened to ``source``."""
+    table = delta.ensure_table(spark, path, schema, props, comment, cluster)
+    if _rename(spark, path, {f.name for f in table.toDF().schema.fields}, layout):
+        table = DeltaTable.forPath(spark, path)
+    have = {f.name: f.dataType for f in table.toDF().schema.fields}
+    new = [f for f in source.fields if f.name not in have]
+    changed = [f for f in source.fields if f.name not in have or have[f.name] != f.dataType]
+    if any(isinstance(f.dataType, T.TimestampNTZType) for f in changed):
+        set_properties(spark, path, {"delta.feature.timestampNtz": "supported"})
+    if new and delta.properties_for_names(f.name for f in new):
+        set_properties(spark, path, delta.properties_for_names(f.name for f in new))
+    if new:
+        spec = ", ".join(f"{sql.ident(f.name)} {f.dataType.simpleString()}" for f in new)
+        spark.sql(f"ALTER TABLE {sql.delta_path(path)} ADD COLUMNS ({spec})")
+    widened = _widen(spark, path, have, source, layout)
+    if new or widened:
+        table = DeltaTable.forPath(spark, path)
+    return table
 
 
 def _rename(spark: SparkSession, path: str, have: set[str], layout: TableLayout) -> bool:
