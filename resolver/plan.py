@@ -16,13 +16,12 @@ from resolver.evolution import TypeChange
 from resolver.explode import TableLayout
 from resolver.layout import table_layout
 from resolver.metadata import batch_metadata
+from resolver.parallelism import parallel_tables
 from resolver.pipeline import TableSettings
 from resolver.policy import Policies
 from resolver.rejects import unknown_reasons, unsafe_reasons
 from resolver.tablemeta import TableMeta
 from resolver.tableschema import TableSchema
-
-PARALLEL_TABLES = 4
 
 
 @dataclass(frozen=True)
@@ -73,7 +72,8 @@ def plan_changes(
         for table, layout in sorted(plan.layouts.items()):
             print(table, layout.key if layout else "(columns not known yet)")
     """
-    from_bytes(spark)  # a bad setting fails here, before anything is written
+    from_bytes(spark)  # bad settings fail here, before anything is written
+    parallel_tables(spark)
     policies = policies or Policies()
     failed: dict[str, str] | None = {} if isolate else None
 
@@ -151,5 +151,5 @@ def _layouts(
         )
 
     tables = [t for t in sorted(meta) if not failed or t not in failed]
-    with ThreadPoolExecutor(max_workers=max(1, min(PARALLEL_TABLES, len(tables)))) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel_tables(spark), len(tables)))) as pool:
         return dict(zip(tables, pool.map(layout_or_failure, tables), strict=True))

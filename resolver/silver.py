@@ -34,8 +34,9 @@ from pyspark.sql import functions as F
 from resolver.apply import apply_table
 from resolver.lake import changes_path, history_path, schema_log_path, snapshot_path
 from resolver.models import TableSummary
+from resolver.parallelism import parallel_tables
 from resolver.pipeline import TableSettings
-from resolver.plan import PARALLEL_TABLES, BatchPlan, plan_changes
+from resolver.plan import BatchPlan, plan_changes
 from resolver.policy import Policies
 from resolver.quarantine import write_quarantine
 from resolver.read import QUARANTINE_SCHEMA
@@ -110,7 +111,7 @@ def apply_changes(
         return result
 
     # tables are independent: their jobs overlap on one session (Delta commits per table do not conflict)
-    with ThreadPoolExecutor(max_workers=max(1, min(PARALLEL_TABLES, len(meta)))) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel_tables(spark), len(meta)))) as pool:
         results = list(pool.map(one, sorted(meta)))
     bad = [b for _, b in results if b is not None]
     if plan.rejected is not None:
