@@ -1,4 +1,5 @@
-"""The issue's eight goals, each measured side by side in one warm SparkSession (``bench/README.md``)."""
+"""The goals G1-G8, each measured side by side in one warm SparkSession (``bench/README.md``; G9 is in
+``bench.many_tables``)."""
 
 from __future__ import annotations
 
