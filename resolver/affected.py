@@ -1,5 +1,5 @@
 """The keys a batch affects, and the held changes of those keys: the keys the batch touches, closed under
-primary-key changes (connected components of the move graph, ``resolver.resolve.linked_keys``); a truncate,
+primary-key changes (connected components of the move graph, ``resolver.moves.linked_keys``); a truncate,
 a re-key or a dropped column affects every key. Read from the change store in one scan."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from pyspark.sql import functions as F
 from resolver import sql
 from resolver.explode import TableLayout
 from resolver.merge import KeyRange, key_ranges, keys_of, range_sql
-from resolver.resolve import collapse_untracked, linked_keys, resolve_versions
+from resolver.moves import linked_keys
+from resolver.resolve import collapse_untracked, resolve_versions
 from resolver.store import is_move, key_hash
 from resolver.tablemeta import TableMeta
 

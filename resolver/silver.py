@@ -9,7 +9,7 @@ The flow of one batch, each step in its own module:
 3. per table, on a pool of threads (``resolver.apply.apply_table``): the table's Delta tables created or
    evolved (``resolver.tables``), the batch exploded against the layout (``resolver.explode``) and appended to
    the change store (an insert-only MERGE on (commit LSN, position)); the *affected keys*: the keys the batch
-   touches, closed under primary-key changes (``resolver.store``, ``resolver.resolve.linked_keys``; a
+   touches, closed under primary-key changes (``resolver.store``, ``resolver.moves.linked_keys``; a
    truncate affects every key); every change of those keys resolved into versions
    (``resolver.resolve.resolve_versions``: the result depends only on the set of events held, so replays and
    any delivery order give the same rows); the versions diffed against the history rows of those keys and

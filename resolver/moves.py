@@ -1,0 +1,114 @@
+"""Primary-key changes as a graph: the keys a row held across its key changes are one connected component
+(``linked_keys``), found with Spark joins in O(log chain length) rounds by pointer jumping (``pointer_jump``)
+and min-label propagation (``components``). ``resolver.affected`` uses it to close a batch's keys under key
+changes; ``resolver.resolve`` to follow a row's segments to its lineage."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+__all__ = ["components", "linked_keys", "pointer_jump"]
+
+
+def pointer_jump(parents: DataFrame, on_round: Callable[[int], None] | None = None) -> tuple[DataFrame, int]:
+    """Roots of a forest given as ``(node, parent)`` rows (parent NULL for a root; every parent is also a
+    node). Returns ``(node, root)`` rows and the number of rounds, which is ``ceil(log2(longest chain))``:
+    each round replaces every pointer by its pointer's pointer. One join, one local checkpoint and one
+    emptiness check per round; nothing else runs."""
+    cur = parents.select("node", F.col("parent").alias("ptr")).localCheckpoint(eager=True)
+    rounds = 0
+    while True:
+        nxt = cur.alias("a").join(cur.alias("b"), F.col("a.ptr") == F.col("b.node"), "left")
+        active = F.col("b.ptr").isNotNull()
+        cur = nxt.select(
+            F.col("a.node").alias("node"),
+            F.when(active, F.col("b.ptr")).otherwise(F.col("a.ptr")).alias("ptr"),
+            active.alias("moved"),
+        ).localCheckpoint(eager=True)
+        rounds += 1
+        if on_round:
+            on_round(rounds)
+        if cur.filter("moved").isEmpty():
+            break
+        cur = cur.drop("moved")
+    return cur.select("node", F.coalesce("ptr", "node").alias("root")), rounds
+
+
+def components(edges: DataFrame, on_round: Callable[[int], None] | None = None) -> tuple[DataFrame, int]:
+    """Connected components of an undirected graph given as ``(u, v)`` edges of orderable node ids.
+    Returns ``(node, comp)`` rows, ``comp`` being the smallest node of the component, and the rounds run.
+
+    Min-label propagation with pointer jumping: each round a node takes the smallest label among its
+    neighbours, then the label of that label. Labels only decrease and stay inside the component, and a
+    fixed point labels a component with its minimum; on a path the reach doubles every round, so a chain
+    of n links takes about log2(n) rounds."""
+    both = edges.select("u", "v").union(edges.select(F.col("v").alias("u"), F.col("u").alias("v")))
+    both = both.union(both.select("u", F.col("u").alias("v"))).distinct().localCheckpoint(eager=True)
+    labels = both.groupBy("u").agg(F.min("v").alias("label")).withColumnRenamed("u", "node")
+    labels = labels.localCheckpoint(eager=True)
+    rounds = 0
+    while True:
+        hop = (
+            both.join(labels.withColumnRenamed("node", "v"), "v")
+            .groupBy("u")
+            .agg(F.min("label").alias("hop"))
+            .withColumnRenamed("u", "node")
+        )
+        jumped = hop.alias("h").join(labels.alias("l"), F.col("h.hop") == F.col("l.node"), "left")
+        new = jumped.select(
+            F.col("h.node").alias("node"), F.least(F.col("h.hop"), F.col("l.label")).alias("label")
+        )
+        step = (
+            new.alias("n")
+            .join(labels.alias("o"), "node")
+            .select(
+                "node",
+                F.col("n.label").alias("label"),
+                (F.col("n.label") != F.col("o.label")).alias("changed"),
+            )
+        )
+        step = step.localCheckpoint(eager=True)
+        rounds += 1
+        if on_round:
+            on_round(rounds)
+        labels = step.select("node", "label")
+        if step.filter("changed").isEmpty():
+            break
+    return labels.withColumnRenamed("label", "comp"), rounds
+
+
+def linked_keys(moves: DataFrame) -> tuple[DataFrame, int]:
+    """Connected components of keys linked by key changes. ``moves`` has ``(__lsn, __pos, u, v)``: a move
+    from key id ``u`` to key id ``v`` (long ids). Returns ``(node, comp)`` rows and the rounds run.
+
+    A row moved many times is a chain of moves: each move's successor is the first move out of its new key
+    after it. The chains are resolved to their last move by pointer jumping (``ceil(log2(length))``
+    rounds), then keys are joined to their chains' roots and the components of that graph are found by
+    label propagation, which needs only a few rounds because its diameter no longer grows with the chains
+    (only with keys reused by different rows)."""
+    seq = ["__lsn", "__pos"]
+    out_of = moves.select(F.col("u").alias("__k"), *seq, F.lit(True).alias("__out"))
+    into = moves.select(F.col("v").alias("__k"), *seq, F.lit(False).alias("__out"))
+    after = Window.partitionBy("__k").orderBy(*seq).rowsBetween(1, Window.unboundedFollowing)
+    nxt = F.first(F.when(F.col("__out"), F.struct(*seq)), ignorenulls=True).over(after)
+    successors = (
+        out_of.unionByName(into)
+        .withColumn("parent", nxt)
+        .filter(~F.col("__out"))
+        .select(F.struct(*seq).alias("node"), "parent")
+    )
+    roots, chain_rounds = pointer_jump(successors)
+    chain_id = F.xxhash64(F.lit("chain"), F.col("root"))
+    edges = (
+        moves.select(F.struct(*seq).alias("node"), "u", "v")
+        .join(roots, "node")
+        .select("u", "v", chain_id.alias("c"))
+    )
+    graph = edges.select("u", F.col("c").alias("v")).union(
+        edges.select(F.col("v").alias("u"), F.col("c").alias("v"))
+    )
+    comps, cc_rounds = components(graph)
+    return comps, chain_rounds + cc_rounds
