@@ -189,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _ingest(args: argparse.Namespace) -> int:
     from resolver.bronze import ingest
-    from resolver.read import list_files, resolve_format
+    from resolver.input_files import list_files, resolve_format
     from resolver.session import local_session
 
     files = list_files(args.files)  # fail fast on bad input or schema files, before starting Spark

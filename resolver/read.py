@@ -7,15 +7,12 @@ memory is fine and nothing is collected to the driver. A format-2 transaction cu
 at the end of one file, its C at the start of the next) is stitched back together in Spark; one that stays
 incomplete (no C before the end of the last file) is quarantined whole, never applied half-way.
 
-The format is given or detected: ``resolve_format`` reads the head of each file on the driver (only as far as
-its first recognisable record) and refuses, with one line naming the file, a file of neither format, a batch
-that mixes the two, or a file that is not the format given.
+The files and their format come from ``resolver.input_files`` (``list_files``, ``resolve_format``).
 """
 
 from __future__ import annotations
 
 import gc
-import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -25,12 +22,12 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from resolver.errors import ConfigError
+from resolver.input_files import list_files, resolve_format
 from resolver.models import ChangeEvent, Format, QuarantineRecord
 from resolver.sparkschema import arrow_schema, spark_schema
-from resolver.wal2json import Count, Event, Fragment, Quarantined, file_head, read_lines
+from resolver.wal2json import Count, Event, Fragment, Quarantined, read_lines
 
-__all__ = ["ParsedBatch", "list_files", "read_wal2json", "resolve_format"]
+__all__ = ["ParsedBatch", "read_wal2json"]
 
 EVENT_SCHEMA = spark_schema(ChangeEvent)
 QUARANTINE_SCHEMA = spark_schema(QuarantineRecord)
@@ -48,71 +45,6 @@ _PARSED_SCHEMA = T.StructType(
     _EXTRA + [T.StructField(f.name, f.dataType, True) for f in EVENT_SCHEMA.fields]  # all nullable here
 )
 _BATCH_ROWS = 4096
-
-
-def list_files(paths: Sequence[str]) -> list[str]:
-    """Expand the paths given (files, or folders whose visible files are taken in name order)."""
-    files: list[str] = []
-    for p in paths:
-        local = p.removeprefix("file://").removeprefix("file:")
-        if os.path.isdir(local):
-            names = sorted(n for n in os.listdir(local) if not n.startswith((".", "_")))
-            files.extend(os.path.join(local, n) for n in names if os.path.isfile(os.path.join(local, n)))
-        elif os.path.isfile(local):
-            files.append(local)
-        else:
-            raise ConfigError(f"input not found: {p!r} (expected a file or a folder of wal2json files)")
-    if not files:
-        raise ConfigError(f"no input files in {list(paths)!r}")
-    return [os.path.abspath(f) for f in files]
-
-
-_SHAPES = {
-    Format.WAL2JSON_V1: 'a format-1 transaction object ({"change":[...]}, "{" or a chunk header)',
-    Format.WAL2JSON_V2: 'a format-2 record (an object with an "action")',
-}
-
-
-def resolve_format(files: Sequence[str], fmt: Format | str | None = None) -> Format:
-    """The format to read ``files`` as: ``fmt`` when given, else the one their first records show.
-
-    Each file's head is read up to its first recognisable record (``resolver.wal2json.file_head``); a file
-    without a non-blank line shows nothing and conflicts with nothing. ``ConfigError``, one line naming the
-    file: without ``fmt``, a file whose head is neither format, or files of both formats; with ``fmt``, a
-    file of the other format (one that is neither is read as ``fmt``, its records quarantined). When no
-    file has a record nothing will be read and the format does not matter: ``fmt``, else format 2.
-    """
-    given = _format(fmt) if fmt is not None else None
-    first_of: dict[Format, str] = {}
-    for path in dict.fromkeys(files):
-        head = file_head(path)
-        if head.first is None:
-            continue
-        if head.format is None and given is None:
-            raise ConfigError(
-                f"cannot tell the format of {path!r}: its first record ({_excerpt(head.first)}) is neither "
-                "wal2json format 1 nor 2 (give --format)"
-            )
-        if head.format is None:
-            continue
-        if given is not None and head.format is not given:
-            raise ConfigError(
-                f"{path!r} is {head.format.value}, not the {given.value} given: its first record is "
-                f"{_SHAPES[head.format]}"
-            )
-        first_of.setdefault(head.format, path)
-        if len(first_of) > 1:
-            a, b = first_of.items()
-            raise ConfigError(
-                f"the input mixes formats: {a[1]!r} is {a[0].value}, {b[1]!r} is {b[0].value} "
-                "(expected files of one format)"
-            )
-    return given or next(iter(first_of), Format.WAL2JSON_V2)
-
-
-def _excerpt(line: bytes) -> str:
-    text = line.decode("utf-8", "replace")
-    return repr(text if len(text) <= 40 else text[:40] + "…")
 
 
 def _parse_files(files: list[str], fmt: Format) -> Any:
@@ -295,15 +227,6 @@ def read_wal2json(
     index = spark.range(0, n, 1, slices).select(F.col("id").cast("int").alias("file_index"))
     parsed = index.mapInArrow(_parse_files(files, fmt), _PARSED_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
     return ParsedBatch(files, fmt, parsed, open_start, open_end)
-
-
-def _format(fmt: Format | str) -> Format:
-    try:
-        return Format(fmt)
-    except ValueError:
-        raise ConfigError(
-            f"unknown format {fmt!r}: expected one of {', '.join(f.value for f in Format)}"
-        ) from None
 
 
 def _event_cols() -> list[Column]:

@@ -19,10 +19,10 @@ from typing import Any
 import yaml
 
 from resolver.errors import ConfigError
+from resolver.input_files import list_files, resolve_format
 from resolver.lake import folder as table_folder
 from resolver.models import Format
 from resolver.pgtypes import spark_type
-from resolver.read import list_files, resolve_format
 from resolver.tableschema import ColumnSpec, TableSchema, load_schemas
 from resolver.wal2json import Event, read_lines
 
@@ -31,8 +31,8 @@ __all__ = ["check_schemas", "infer_schemas", "write_schemas"]
 
 def infer_schemas(paths: Sequence[str], fmt: Format | str | None = None) -> dict[str, TableSchema]:
     """One schema per table seen in the files (read as ``fmt``, or without it as the format their heads
-    show: ``resolver.read.resolve_format``). A column's type is the last one the stream sent (the current
-    one); its primary key is the stream's, else the replica identity of its updates and deletes."""
+    show: ``resolver.input_files.resolve_format``). A column's type is the last one the stream sent (the
+    current one); its primary key is the stream's, else the replica identity of its updates and deletes."""
     files = list_files(paths)
     fmt = resolve_format(files, fmt)
     columns: dict[str, dict[str, str | None]] = {}

@@ -15,7 +15,7 @@ A format-2 transaction may be cut by a file rotation. Each batch therefore also 
 first one and the file after its last one (when they exist): the transaction is stitched across the cut,
 and a transaction whose commit has not landed yet is left for the next run instead of being quarantined.
 The format is the pipeline's ``source.format``, or the one the new files and those neighbours show
-(``resolver.read.resolve_format``, checked before any batch is applied).
+(``resolver.input_files.resolve_format``, checked before any batch is applied).
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ from pyspark.sql import types as T
 
 from resolver import delta
 from resolver.bronze import ingest
+from resolver.input_files import resolve_format
 from resolver.lock import lake_lock, session_pids
 from resolver.models import Format, IngestSummary, RunSummary, TableSummary
 from resolver.pipeline import Pipeline, load_pipeline
-from resolver.read import resolve_format
 from resolver.tableschema import TableSchema, load_schemas
 
 __all__ = ["LEDGER", "ledger_path", "run_pipeline"]

@@ -17,7 +17,7 @@ and v2 events read without B/C framing, never overlap and cover every non-blank 
 transaction's range, each line other than its B and C is exactly one event, quarantined change or message.
 
 ``detect_format`` tells the two formats apart from the first recognisable record of a file's head
-(``file_head`` reads it), for ``resolver.read.resolve_format``.
+(``file_head`` reads it), for ``resolver.input_files.resolve_format``.
 
 Ordering (``../shared/reference/wal2json_spec.md`` section 7): a transaction's commit position is the end
 of its commit record: v1 ``nextlsn``, v2 ``nextlsn`` of B and C (the same value in both formats, so the

@@ -1,5 +1,5 @@
 """Which wal2json format a file is, from its first recognisable record (``detect_format``, ``file_head``),
-for ``resolver.read.resolve_format``. Reads only a file's head; never raises on bad input. No Spark."""
+for ``resolver.input_files.resolve_format``. Reads only a file's head; never raises on bad input. No Spark."""
 
 from __future__ import annotations
 

@@ -115,6 +115,8 @@ def test_source_files_in_name_order(tmp_path: Path) -> None:
 
 def test_the_source_format_is_optional(tmp_path: Path) -> None:
     p = parse_pipeline("source: {path: landing}\nlake: lake\n", "p.yaml", tmp_path)
-    assert p.source.format is None  # resolver run detects it from the files (resolver.read.resolve_format)
+    assert (
+        p.source.format is None
+    )  # resolver run detects it from the files (resolver.input_files.resolve_format)
     given = parse_pipeline("source: {path: landing, format: wal2json-v1}\nlake: lake\n", "p.yaml", tmp_path)
     assert given.source.format == Format.WAL2JSON_V1

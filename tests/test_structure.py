@@ -21,6 +21,7 @@ PURE = [
     "resolver.keys",
     "resolver.drops",
     "resolver.tablemeta",
+    "resolver.input_files",
     "resolver.policy",
     "resolver.evolution",
     "resolver.tableschema",

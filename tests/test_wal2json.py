@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from resolver.errors import ConfigError
+from resolver.input_files import resolve_format
 from resolver.models import ChangeEvent, Format
-from resolver.read import resolve_format
 from resolver.wal2json import (
     DETECT_LINES,
     Count,
