@@ -40,6 +40,15 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     )
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks on errors")
     commands = parser.add_subparsers(dest="command", required=True)
+    _add_ingest(commands)
+    _add_run(commands)
+    _add_schemas(commands)
+    handlers: dict[str, Handler] = {"ingest": _ingest, "run": _run, "schemas": _schemas}
+    handlers.update(register(commands))
+    return parser, handlers
+
+
+def _add_ingest(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ingest = commands.add_parser(
         "ingest",
         help="ingest wal2json files as one batch into a lake",
@@ -66,6 +75,9 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     ingest.add_argument(
         "--master", default="local[2]", help="Spark master for the local session (default local[2])"
     )
+
+
+def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = commands.add_parser(
         "run",
         help="apply every new file of a pipeline's source exactly once (scheduled runs)",
@@ -91,6 +103,9 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     run.add_argument(
         "--master", default="local[2]", help="Spark master for the local session (default local[2])"
     )
+
+
+def _add_schemas(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     schemas = commands.add_parser(
         "schemas",
         help="write and check per-table schema files (the schema registry)",
@@ -129,9 +144,6 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     )
     check.add_argument("folder", metavar="DIR")
     check.add_argument("--lake", metavar="DIR", help="also check names against this lake's tables")
-    handlers: dict[str, Handler] = {"ingest": _ingest, "run": _run, "schemas": _schemas}
-    handlers.update(register(commands))
-    return parser, handlers
 
 
 def _policy_arguments(parser: argparse.ArgumentParser) -> None:

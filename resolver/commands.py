@@ -18,22 +18,28 @@ from typing import TYPE_CHECKING
 
 from resolver import sql
 from resolver.errors import ConfigError
+from resolver.printing import csv_ready, render, text_rows
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
 __all__ = ["register"]
 
 Handler = Callable[[argparse.Namespace], int]
 
 OUT_FORMATS = ("csv", "parquet", "delta", "json")
-_CELL = 40
-"""Widest cell printed by ``resolver as-of`` (longer values end in '...')."""
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> dict[str, Handler]:
     """Add ``as-of``, ``optimize`` and ``vacuum`` to ``commands`` (the ``resolver`` program's
     ``add_subparsers()``) and return each command's handler by name."""
+    _add_as_of(commands)
+    _add_optimize(commands)
+    _add_vacuum(commands)
+    return {"as-of": _as_of, "optimize": _optimize, "vacuum": _vacuum}
+
+
+def _add_as_of(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     as_of = commands.add_parser(
         "as-of",
         help="a source table as it was at a commit time or LSN",
@@ -67,6 +73,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> d
     )
     _master(as_of)
 
+
+def _add_optimize(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     optimize = commands.add_parser(
         "optimize",
         help="compact the lake's Delta tables (Z-order by key, or liquid clustering)",
@@ -84,6 +92,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> d
     _wait(optimize)
     _master(optimize)
 
+
+def _add_vacuum(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     vacuum = commands.add_parser(
         "vacuum",
         help="delete files older Delta versions used (keeps 7 days by default)",
@@ -112,7 +122,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> d
     _tables(vacuum)
     _wait(vacuum)
     _master(vacuum)
-    return {"as-of": _as_of, "optimize": _optimize, "vacuum": _vacuum}
 
 
 def _count(text: str) -> int:
@@ -173,14 +182,14 @@ def _as_of(args: argparse.Namespace) -> int:
     total = rows.count()
     if args.out is not None:
         fmt = args.out_format or "parquet"
-        writer = _csv_ready(rows).write.options(header="true", escape='"') if fmt == "csv" else rows.write
+        writer = csv_ready(rows).write.options(header="true", escape='"') if fmt == "csv" else rows.write
         writer.format(fmt).save(args.out)
         print(f"wrote {total} row(s) of {args.table} as of {at} to {args.out} ({fmt})")
     else:
-        shown = _text_rows(
+        shown = text_rows(
             rows.orderBy(*[sql.col(k) for k in _key(spark, path, rows.columns)]).limit(args.limit)
         )
-        for line in _render(rows.columns, shown):
+        for line in render(rows.columns, shown):
             print(line)
         more = f"; {len(shown)} shown (--limit {args.limit})" if len(shown) < total else ""
         print(f"{total} row(s) in {args.table} as of {at}{more}")
@@ -201,48 +210,10 @@ def _key(spark: SparkSession, path: str, columns: Sequence[str]) -> list[str]:
     return [k for k in key if k in columns] or [columns[0]]
 
 
-def _csv_ready(rows: DataFrame) -> DataFrame:
-    """CSV holds text only: binary values as PostgreSQL's hex text, nested values as JSON. (Written with
-    quotes doubled inside quoted values, as RFC 4180 and PostgreSQL's COPY expect.)"""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
-    def text(field: T.StructField) -> Column:
-        if isinstance(field.dataType, T.BinaryType):
-            return F.concat(F.lit("\\x"), F.lower(F.hex(sql.col(field.name)))).alias(field.name)
-        if isinstance(field.dataType, T.ArrayType | T.MapType | T.StructType):
-            return F.to_json(sql.col(field.name)).alias(field.name)
-        return sql.col(field.name)
-
-    return rows.select(*[text(f) for f in rows.schema.fields])
-
-
-def _text_rows(rows: DataFrame) -> list[list[str]]:
-    """The rows as printable text: values as Spark casts them (timestamps in the session's time zone, UTC
-    for ``local_session``), binary as hex, NULL as NULL, control characters escaped, long values cut."""
-    text = _csv_ready(rows)
-    out = []
-    for row in text.select(*[sql.col(c).cast("string") for c in text.columns]).collect():
-        out.append([_cell(v) for v in row])
-    return out
-
-
-def _cell(value: str | None) -> str:
-    if value is None:
-        return "NULL"
-    value = "".join(c if c.isprintable() else repr(c)[1:-1] for c in value)
-    return value if len(value) <= _CELL else value[: _CELL - 3] + "..."
-
-
-def _render(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """Left-aligned columns two spaces apart, header first."""
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
-    return ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in [header, *rows]]
-
-
 def _optimize(args: argparse.Namespace) -> int:
+    from resolver.lake_tables import select_tables
     from resolver.lock import lake_lock, session_pids
-    from resolver.maintenance import optimize, select_tables
+    from resolver.maintenance import optimize
 
     tables = select_tables(args.lake, args.tables)  # before Spark starts
     started = time.monotonic()
@@ -260,7 +231,7 @@ def _optimize(args: argparse.Namespace) -> int:
         ]
         for t in done
     ]
-    for line in _render(header, lines):
+    for line in render(header, lines):
         print(line)
     for t in done:
         if t["note"]:
@@ -274,8 +245,9 @@ def _optimize(args: argparse.Namespace) -> int:
 def _vacuum(args: argparse.Namespace) -> int:
     from contextlib import nullcontext
 
+    from resolver.lake_tables import select_tables
     from resolver.lock import lake_lock, session_pids
-    from resolver.maintenance import check_retention, select_tables, vacuum
+    from resolver.maintenance import check_retention, vacuum
 
     check_retention(args.retain_hours, args.force)  # before Spark starts
     tables = select_tables(args.lake, args.tables)
@@ -299,7 +271,7 @@ def _vacuum(args: argparse.Namespace) -> int:
     else:
         lines = [[t["table"], "?" if t["files_deleted"] is None else str(t["files_deleted"])] for t in done]
         header = ["table", "files deleted"]
-    for line in _render(header, lines):
+    for line in render(header, lines):
         print(line)
     root = os.path.abspath(args.lake)
     for t in done:

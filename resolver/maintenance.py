@@ -10,7 +10,6 @@ When to run them and what they cost: ``docs/operations.md``.
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -25,10 +24,10 @@ from pyspark.sql import types as T
 
 from resolver import sql
 from resolver.errors import ConfigError
-from resolver.lake import HISTORY, KEY_PROPERTY, silver_tables
-from resolver.names import TableName
+from resolver.lake import KEY_PROPERTY
+from resolver.lake_tables import select_tables
 
-__all__ = ["DEFAULT_RETAIN_HOURS", "check_retention", "lake_tables", "optimize", "select_tables", "vacuum"]
+__all__ = ["DEFAULT_RETAIN_HOURS", "check_retention", "optimize", "vacuum"]
 
 DEFAULT_RETAIN_HOURS = 168.0
 """Delta's default ``delta.deletedFileRetentionDuration`` (7 days), the shortest retention allowed without
@@ -40,63 +39,6 @@ _NO_STATS = "DELTA_ZORDERING_ON_COLUMN_WITHOUT_STATS"
 _PARALLEL_TABLES = 4
 _RECENT = 10
 """Commits of a table's history read to find its last Z-order."""
-_PER_SOURCE_TABLE = ("silver/{}", "silver/{}" + HISTORY, "_resolver/changes/{}")
-
-
-def lake_tables(lake: str) -> list[str]:
-    """Every Delta table of the lake, as paths relative to it (``bronze/change_events``,
-    ``silver/public.customers``, ``_resolver/changes/public.customers``, ...), sorted. No Spark."""
-    root = os.path.abspath(lake)
-    if not os.path.isdir(root):
-        raise ConfigError(
-            f"lake {lake} not found, expected a folder written by resolver ingest or resolver run"
-        )
-    found = []
-    for folder, dirs, _ in os.walk(root):
-        if "_delta_log" in dirs:
-            found.append(os.path.relpath(folder, root).replace(os.sep, "/"))
-            dirs.clear()  # a table's own folders hold no tables
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-    if not found:
-        raise ConfigError(
-            f"lake {lake} holds no Delta table, expected a lake written by resolver ingest or run"
-        )
-    return sorted(found)
-
-
-def select_tables(lake: str, tables: Sequence[str] | None = None) -> list[str]:
-    """The lake's Delta tables to work on (relative paths, sorted): all of them when ``tables`` is None;
-    else, for each name, a source table's snapshot, history and change store (``public.customers``) or one
-    table by its path in the lake (``bronze/change_events``). ``ConfigError`` (one line, "did you mean")
-    for a name that is neither. No Spark."""
-    every = lake_tables(lake)
-    if tables is None:
-        return every
-    folders = {table: name.removesuffix(HISTORY) for name, table in silver_tables(lake).items()}
-    sources = sorted(folders)
-    chosen: set[str] = set()
-    for name in tables:
-        source = _source_name(name)
-        if name in every:
-            chosen.add(name)
-        elif source in folders:
-            chosen.update(p for p in (f.format(folders[source]) for f in _PER_SOURCE_TABLE) if p in every)
-        else:
-            hint = difflib.get_close_matches(name, sources + every, n=1)
-            mean = f" (did you mean {hint[0]!r}?)" if hint else ""
-            raise ConfigError(
-                f"table {name!r} not found in lake {lake}, expected a source table ({', '.join(sources)}) or "
-                f"a Delta table of the lake ({', '.join(every)}){mean}"
-            )
-    return sorted(chosen)
-
-
-def _source_name(text: str) -> str | None:
-    """A source table named as PostgreSQL does, in its one written form; None for text that is not one."""
-    try:
-        return str(TableName(text))
-    except ConfigError:
-        return None
 
 
 def optimize(spark: SparkSession, lake: str, tables: Sequence[str] | None = None) -> list[dict[str, Any]]:

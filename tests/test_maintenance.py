@@ -18,7 +18,8 @@ from pyspark.sql import functions as F
 
 from resolver.errors import ConfigError
 from resolver.lake import KEY_PROPERTY, history_path
-from resolver.maintenance import lake_tables, optimize, vacuum
+from resolver.lake_tables import lake_tables
+from resolver.maintenance import optimize, vacuum
 from resolver.timetravel import as_of
 from tests.test_timetravel import COMMITS, MOVE, TABLES, sample_lake
 
