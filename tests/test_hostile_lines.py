@@ -4,25 +4,17 @@ lake equals PostgreSQL's at the end of the sample workload (``samples/expected``
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
 from resolver.cli import main
+from tests.samplelake import sample_lake_problems
 
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _check_sample_lake() -> object:
-    spec = importlib.util.spec_from_file_location("check_sample_lake", ROOT / ".ci/check_sample_lake.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_a_line_nested_5000_deep_is_quarantined_and_the_rest_of_its_file_applied(
@@ -41,4 +33,4 @@ def test_a_line_nested_5000_deep_is_quarantined_and_the_rest_of_its_file_applied
     assert [(r["source_line"], r["reason"], r["raw"]) for r in quarantine] == [
         (after + 1, "JSON nested deeper than 64 levels (rule: json-depth)", "[" * 5000)
     ]
-    assert _check_sample_lake().main(str(lake), str(ROOT / "samples/expected")) == 0  # type: ignore[attr-defined]
+    assert sample_lake_problems(lake) == 0
