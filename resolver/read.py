@@ -4,8 +4,9 @@ The files of one batch are one stream, in the order given. Each Spark task opens
 streams them line by line through ``resolver.wal2json`` (validation needs the JSON Schemas, which is Python
 work, so this is a ``mapInArrow``, not a per-row UDF), so a file larger than the driver's or an executor's
 memory is fine and nothing is collected to the driver. A format-2 transaction cut by a file boundary (its B
-at the end of one file, its C at the start of the next) is stitched back together in Spark; one that stays
-incomplete (no C before the end of the last file) is quarantined whole, never applied half-way.
+at the end of one file, its C at the start of the next) is stitched back together in Spark
+(``resolver.stitch``); one that stays incomplete (no C before the end of the last file) is quarantined
+whole, never applied half-way.
 
 The files and their format come from ``resolver.input_files`` (``list_files``, ``resolve_format``).
 """
@@ -25,6 +26,7 @@ from pyspark.sql import types as T
 from resolver.input_files import list_files, resolve_format
 from resolver.models import ChangeEvent, Format, QuarantineRecord
 from resolver.sparkschema import arrow_schema, spark_schema
+from resolver.stitch import stitch
 from resolver.wal2json import Count, Event, Fragment, Quarantined, read_lines
 
 __all__ = ["ParsedBatch", "read_wal2json"]
@@ -184,15 +186,12 @@ class ParsedBatch:
         )
 
     def _stitched(self) -> tuple[DataFrame, DataFrame]:
-        stitched, cut_off = _stitch(self.parsed.filter(F.col("kind") == "fragment"))
-        # an open end: a transaction begun in the last file goes on in a file that has not landed yet;
-        # an open start: the first file's head was stitched to the file before it in an earlier batch
-        later = F.lit(False)
-        if self.open_end:
-            later = later | ((F.col("role") == "tail") & (F.col("file_index") == len(self.files) - 1))
-        if self.open_start:
-            later = later | ((F.col("role") == "head") & (F.col("file_index") == 0))
-        return stitched, cut_off.filter(~later)
+        """The events of the transactions cut by a file boundary, and the fragments left incomplete."""
+        fragments = self.parsed.filter(F.col("kind") == "fragment")
+        events, cut_off = stitch(
+            fragments, len(self.files), open_start=self.open_start, open_end=self.open_end
+        )
+        return events.select(*_event_cols()), cut_off
 
 
 def read_wal2json(
@@ -231,61 +230,3 @@ def read_wal2json(
 
 def _event_cols() -> list[Column]:
     return [F.col(f.name).cast(f.dataType).alias(f.name) for f in EVENT_SCHEMA.fields]
-
-
-def _stitch(fragments: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """Join each transaction's tail (B … end of file k) with its head (start of file k+1 … C).
-
-    Returns the events of the joined transactions (positions renumbered across the cut, commit LSN from B
-    or C) and the lines of fragments that found no partner, with their quarantine reason."""
-    summary = fragments.groupBy("file_index", "role").agg(
-        F.max("commit_lsn").alias("lsn"), F.count("table").alias("n")
-    )
-    tails = summary.filter(F.col("role") == "tail").select(
-        F.col("file_index").alias("tail_file"), F.col("lsn").alias("tail_lsn"), F.col("n").alias("offset")
-    )
-    heads = summary.filter(F.col("role") == "head").select(
-        F.col("file_index").alias("head_file"), F.col("lsn").alias("head_lsn")
-    )
-    pairs = tails.join(
-        heads,
-        (F.col("head_file") == F.col("tail_file") + 1) & F.col("head_lsn").eqNullSafe(F.col("tail_lsn")),
-    )
-    tagged = (
-        fragments.join(
-            pairs.select("tail_file", "tail_lsn"),
-            (F.col("role") == "tail") & (F.col("file_index") == F.col("tail_file")),
-            "left",
-        )
-        .join(
-            pairs.select("head_file", "offset", F.col("tail_lsn").alias("pair_lsn")),
-            (F.col("role") == "head") & (F.col("file_index") == F.col("head_file")),
-            "left",
-        )
-        .withColumn("matched", F.col("tail_file").isNotNull() | F.col("head_file").isNotNull())
-    )
-    events = (
-        tagged.filter(F.col("matched") & F.col("table").isNotNull())
-        .withColumn("position", F.col("position") + F.coalesce(F.col("offset"), F.lit(0)))
-        .withColumn("commit_lsn", F.coalesce("commit_lsn", "pair_lsn"))
-        .select(*_event_cols())
-    )
-    reason = F.when(
-        F.col("role") == "tail",
-        F.lit(
-            "incomplete transaction: begun in this file, no commit before the end of the input (the next "
-            "file of the batch does not continue it); it is not applied (rule: framing)"
-        ),
-    ).otherwise(
-        F.lit(
-            "incomplete transaction: its commit is in this file but its begin is not at the end of the "
-            "previous file of the batch; it is not applied (rule: framing)"
-        )
-    )
-    cut_off = (
-        tagged.filter(~F.col("matched"))
-        .withColumn("reason", reason)
-        .withColumn("kind", F.lit("quarantine"))
-        .select(*[F.col(f.name) for f in _PARSED_SCHEMA.fields])
-    )
-    return events, cut_off

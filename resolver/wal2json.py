@@ -2,7 +2,7 @@
 
 One call reads one file as a stream of lines and yields, in file order, what each record became:
 an ``Event`` (a ChangeEvent as a dict), a ``Quarantined`` record (raw text + reason), a ``Fragment`` line
-(part of a format-2 transaction that starts or ends in another file of the batch, see ``resolver.read``),
+(part of a format-2 transaction that starts or ends in another file of the batch, see ``resolver.stitch``),
 or a ``Count`` (transactions read, messages skipped). It never raises on bad input (a line nested deeper than
 ``MAX_JSON_DEPTH`` is quarantined before it is decoded; any other failure on one record quarantines that
 record with rule ``reader-error``) and never holds more than one transaction in memory. Every record is

@@ -1,5 +1,5 @@
 """wal2json format-version 2: one record per line, transactions framed by B … C records and buffered until
-their C; a transaction cut by a file boundary becomes fragments for ``resolver.read`` to join. See
+their C; a transaction cut by a file boundary becomes fragments for ``resolver.stitch`` to join. See
 ``resolver.wal2json``. No Spark."""
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ def _incomplete(lines: list[_Line], why: str) -> Iterator[Quarantined]:
 
 def _fragment(role: str, lines: list[_Line], commit_lsn: int | None, source_file: str) -> Iterator[Any]:
     """A transaction cut by the file boundary: each line becomes a Fragment (unreadable ones are quarantined
-    at once), for ``resolver.read`` to join with the other part."""
+    at once), for ``resolver.stitch`` to join with the other part."""
     for line, item in _changes(lines, source_file, commit_lsn):
         if isinstance(item, Quarantined):
             yield item
