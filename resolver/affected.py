@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 
 from resolver import sql
 from resolver.explode import TableLayout
+from resolver.exploded import Exploded
 from resolver.merge import KeyRange, key_ranges, keys_of, range_sql
 from resolver.moves import linked_keys
 from resolver.resolve import collapse_untracked, resolve_versions
@@ -32,10 +33,13 @@ class Affected:
     has_truncates: bool
     ranges: list[KeyRange] = field(default_factory=list)
     rounds: int = 0
+    late_possible: bool = True  # False: no event of the batch is older than the newest keyed one held before
+    newest: int | None = None  # the newest commit LSN of a keyed change held after the batch (None: none)
+    newest_known: bool = False  # whether ``newest`` is known (the marker records it)
 
 
 def affected_keys(
-    rows: DataFrame,
+    exploded: Exploded,
     all_changes: DataFrame,
     layout: TableLayout,
     meta: TableMeta,
@@ -44,10 +48,11 @@ def affected_keys(
     rekeyed: bool,
     adopted: bool,
 ) -> Affected:
-    """The batch's affected keys. ``flags_hold``: the store marker's key-change and truncate flags still
-    describe the store before this batch (no scan needed); ``rekeyed``: the key columns changed;
-    ``adopted``: the batch brought truncates kept from before the table's first rows (both affect every
-    key)."""
+    """The batch's affected keys. ``flags_hold``: the store marker's key-change and truncate flags and
+    its newest keyed LSN still describe the store before this batch (no scan needed); ``rekeyed``: the key
+    columns changed; ``adopted``: the batch brought truncates kept from before the table's first rows
+    (both affect every key)."""
+    rows = exploded.rows
     touched = (
         rows.select(key_hash(F.col("__key")).alias("node"))
         .union(rows.select(key_hash(F.col("__old_key")).alias("node")))
@@ -59,27 +64,36 @@ def affected_keys(
     )
     moves = moves.filter(F.col("u").isNotNull() & F.col("v").isNotNull())
     holds = json.loads(layout.extra.get("holds") or "{}")
-    if flags_hold and {"moves", "truncates"} <= holds.keys():  # the flags and the batch
-        has_moves = bool(holds["moves"]) or not rows.filter(is_move()).isEmpty()
+    if flags_hold and {"moves", "truncates", "lsn"} <= holds.keys():  # the flags and the batch: no job
+        has_moves = bool(holds["moves"]) or exploded.moves > 0
         has_truncates = bool(holds["truncates"] or meta.truncates or adopted)
+        held_lsn = holds["lsn"]
+        late_possible = held_lsn is not None and (meta.lo is None or int(meta.lo) < int(held_lsn))
+        newest = max([int(x) for x in (held_lsn, meta.hi) if x is not None], default=None)
     else:
-        held = all_changes.agg(  # one pass: does the store hold a key change, a truncate?
+        keyed = F.col("__key").isNotNull() | F.col("__old_key").isNotNull()
+        held = all_changes.agg(  # one pass: does the store hold a key change, a truncate; its newest key
             F.count(F.when(is_move(), 1)).alias("moves"),
             F.count(F.when(F.col("__op") == "truncate", 1)).alias("truncates"),
+            F.max(F.when(keyed, F.col("__lsn"))).alias("lsn"),
         ).first()
         has_moves = bool(held and held["moves"])
         has_truncates = bool(held and held["truncates"])
+        late_possible, newest = True, (int(held["lsn"]) if held and held["lsn"] is not None else None)
+    found = Affected(
+        None, has_moves, has_truncates, late_possible=late_possible, newest=newest, newest_known=True
+    )
     dropped = any(e["change"] == "dropped" for e in layout.schema_log)  # rows held then lose the column
     if meta.truncates or rekeyed or adopted or dropped:
-        return Affected(None, has_moves, has_truncates)  # a truncate touches every key; a new key, too
+        return found  # a truncate touches every key; a new key, too
     if not has_moves:  # the affected keys are the batch's own
-        nodes = touched.localCheckpoint(eager=True)
-        return Affected(nodes, has_moves, has_truncates, key_ranges(keys_of(rows, layout.key), layout.key))
-    comps, rounds = linked_keys(moves)
+        found.nodes, found.ranges = touched.localCheckpoint(eager=True), list(exploded.ranges)
+        return found
+    comps, found.rounds = linked_keys(moves)
     hit = comps.join(touched, "node", "left_semi").select("comp").distinct()
     linked = comps.join(hit, "comp", "left_semi").select("node")
-    nodes = touched.union(linked).distinct().localCheckpoint(eager=True)
-    return Affected(nodes, has_moves, has_truncates, rounds=rounds)
+    found.nodes = touched.union(linked).distinct().localCheckpoint(eager=True)
+    return found
 
 
 def read_changes(all_changes: DataFrame, affected: Affected, layout: TableLayout) -> DataFrame:

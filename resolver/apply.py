@@ -15,9 +15,18 @@ from pyspark.sql import functions as F
 from resolver import delta, sql
 from resolver.affected import Affected, affected_keys, read_changes, resolve_affected
 from resolver.batch_tables import BatchTables, mark_applied, open_batch_tables
-from resolver.explode import TableLayout, explode_events
+from resolver.explode import TableLayout
+from resolver.exploded import Exploded, explode_batch, moved_events
 from resolver.first_batch import apply_first_batch, is_first_batch
-from resolver.merge import diff_rows, event_counts, merge_changes, range_sql
+from resolver.merge import (
+    diff_rows,
+    keys_of,
+    late_events,
+    merge_changes,
+    merge_snapshot,
+    range_sql,
+    replace_snapshot,
+)
 from resolver.models import TableSummary
 from resolver.quarantine import bad_value_records
 from resolver.schemalog import with_found_drops
@@ -34,7 +43,7 @@ log = logging.getLogger(__name__)
 class _Stored:
     """What appending the batch to the change store found."""
 
-    rows: DataFrame  # the batch exploded against the layout, materialized
+    exploded: Exploded  # the batch exploded against the layout, materialized and measured
     version: int  # the store's version afterwards
     adopted: bool  # truncates kept from before the table's first rows came with it
     flags_hold: bool  # the marker's key-change and truncate flags still describe the store before it
@@ -56,14 +65,14 @@ def apply_table(
         return apply_first_batch(spark, events, lake, meta, layout, tables)
     stored = _store(spark, events, lake, meta, layout, tables)
     if stored.done:
-        return already_applied(stored.rows, layout, meta, stored.version)
+        return already_applied(stored.exploded, layout, meta, stored.version)
     all_changes = tables.store.toDF()
     found = rescan_drops(all_changes, layout) if layout.rescan else {}
     if found:  # drops of columns new to the lake (or sent earlier than it knew) found among held inserts
         layout = with_found_drops(spark, lake, layout, found)
     with step(spark, name, "affected keys"):
         affected = affected_keys(
-            stored.rows,
+            stored.exploded,
             all_changes,
             layout,
             meta,
@@ -75,9 +84,10 @@ def apply_table(
         changes = read_changes(all_changes, affected, layout)
     with step(spark, name, "resolve"):
         versions = resolve_affected(changes, layout, affected)
-    hist_changes, snap_changes = _diffs(spark, name, versions, tables, layout, affected)
+    hist_changes = _history_diff(spark, name, versions, tables, layout, affected)
     with step(spark, name, "counts"):
-        counts = event_counts(stored.rows, changes)
+        counts = {"moved": moved_events(stored.exploded), "bad": stored.exploded.bad}
+        counts["late"] = late_events(stored.exploded.rows, changes) if affected.late_possible else 0
     if tables.history is not None and hist_changes is not None:
         with step(spark, name, "history merge"):
             cols = tables.history.toDF().columns
@@ -85,12 +95,11 @@ def apply_table(
                 tables.history, hist_changes, [*layout.key, "__start_lsn"], cols, affected.ranges
             )
         counts["h_total"] = sum(written.values())
-    if tables.snapshot is not None and snap_changes is not None:
+    if tables.snapshot is not None:
         with step(spark, name, "snapshot merge"):
-            cols = tables.snapshot.toDF().columns
-            written = merge_changes(tables.snapshot, snap_changes, list(layout.key), cols, affected.ranges)
+            written = _merge_snapshot(tables.snapshot, versions, changes, layout, affected)
         counts.update({f"s_{action}": n for action, n in written.items()})
-    bad = bad_value_records(stored.rows, layout) if counts.get("bad") else None
+    bad = bad_value_records(stored.exploded.rows, layout) if counts["bad"] else None
     mark_applied(spark, lake, layout, tables, stored.version, affected)
     return table_summary(layout, meta, counts, affected.rounds), bad
 
@@ -107,8 +116,10 @@ def _store(
     position), bounded by the batch's LSN range), with the truncates a new table kept."""
     name, store = layout.table, tables.store
     with step(spark, name, "explode"):
-        rows = explode_events(events, layout).localCheckpoint(eager=True)
-    batch = rows.dropDuplicates(["__lsn", "__pos"]).select(*[sql.col(c) for c in store.toDF().columns])
+        exploded = explode_batch(events, layout)
+    batch = exploded.rows.dropDuplicates(["__lsn", "__pos"]).select(
+        *[sql.col(c) for c in store.toDF().columns]
+    )
     adopted = False
     if not layout.extra["key"]:  # a new table: truncates that came before its first rows
         pending = pending_truncates(spark, lake, name, store.toDF().schema)
@@ -127,47 +138,45 @@ def _store(
         and int(applied) + 1 == version  # nothing was committed to the store since the marker
         and not (tables.rekeyed or adopted or layout.rescan or layout.schema_log)
     )  # every event of the batch is in the store, and the silver tables hold all the store has
-    return _Stored(rows, version, adopted, flags_hold, done)
+    return _Stored(exploded, version, adopted, flags_hold, done)
 
 
-def _diffs(
+def _history_diff(
     spark: SparkSession,
     name: str,
     versions: DataFrame,
     tables: BatchTables,
     layout: TableLayout,
     affected: Affected,
-) -> tuple[DataFrame | None, DataFrame | None]:
-    """The changes that make the history, and the snapshot, hold ``versions`` (each materialized; None
-    for a silver table the settings do not keep)."""
-
-    def of_affected(table: DeltaTable) -> DataFrame:
-        df = table.toDF()
+) -> DataFrame | None:
+    """The changes that make the history hold ``versions`` for the affected keys (materialized; None when
+    the settings keep no history)."""
+    if tables.history is None:
+        return None
+    with step(spark, name, "read history"):
+        hist = tables.history.toDF()
         for bound in range_sql(affected.ranges, ""):
-            df = df.filter(bound)
-        df = df.withColumn("__kh", key_hash(F.struct(*[sql.col(k) for k in layout.key])))
+            hist = hist.filter(bound)
+        hist = hist.withColumn("__kh", key_hash(F.struct(*[sql.col(k) for k in layout.key])))
         if affected.nodes is not None:
-            df = df.join(affected.nodes, F.col("__kh") == F.col("node"), "left_semi")
-        return df
+            hist = hist.join(affected.nodes, F.col("__kh") == F.col("node"), "left_semi")
+    h_cols = list(tables.history.toDF().columns)
+    with step(spark, name, "diff history"):
+        return diff_rows(
+            versions, hist, h_cols, ["__kh", "__start_lsn"], [*layout.key, "__start_lsn"]
+        ).localCheckpoint(eager=True)
 
-    hist_changes = snap_changes = None
-    if tables.history is not None:
-        with step(spark, name, "read history"):
-            hist = of_affected(tables.history)
-        h_cols = list(tables.history.toDF().columns)
-        with step(spark, name, "diff history"):
-            hist_changes = diff_rows(
-                versions, hist, h_cols, ["__kh", "__start_lsn"], [*layout.key, "__start_lsn"]
-            ).localCheckpoint(eager=True)
-    if tables.snapshot is not None:
-        s_cols = tables.snapshot.toDF().columns
-        current = versions.filter("__is_current").select("__kh", *[sql.col(c) for c in s_cols])
-        # the snapshot itself, not the history's open versions: a run killed between the two MERGEs
-        # leaves them apart, and only a diff against the snapshot's own rows completes it
-        with step(spark, name, "read snapshot"):
-            was_current = of_affected(tables.snapshot).select("__kh", *[sql.col(c) for c in s_cols])
-        with step(spark, name, "diff snapshot"):
-            snap_changes = diff_rows(
-                current, was_current, s_cols, ["__kh"], list(layout.key)
-            ).localCheckpoint(eager=True)
-    return hist_changes, snap_changes
+
+def _merge_snapshot(
+    snapshot: DeltaTable, versions: DataFrame, changes: DataFrame, layout: TableLayout, affected: Affected
+) -> dict[str, int]:
+    """MERGE the affected keys' current versions into the snapshot, straight from the versions: the
+    snapshot's own rows are the MERGE's target, so a run killed between the two MERGEs is completed too.
+    Every affected key is named by one of its changes; with every key affected, the whole snapshot is
+    replaced."""
+    cols = snapshot.toDF().columns
+    current = versions.filter("__is_current").select(*[sql.col(c) for c in cols])
+    if affected.nodes is None:
+        return replace_snapshot(snapshot, current, list(layout.key), cols)
+    keys = keys_of(changes, layout.key).distinct()
+    return merge_snapshot(snapshot, current, keys, list(layout.key), cols, affected.ranges)

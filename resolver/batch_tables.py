@@ -75,7 +75,8 @@ def mark_applied(
     if tables.deletion_vectors:
         store_props[DELETION_VECTORS_PROPERTY] = "true"
     store_props[APPLIED_PROPERTY] = str(version)
-    store_props[HOLDS_PROPERTY] = json.dumps(
-        {"moves": affected.has_moves, "truncates": affected.has_truncates}
-    )
+    holds: dict[str, object] = {"moves": affected.has_moves, "truncates": affected.has_truncates}
+    if affected.newest_known:  # the newest keyed commit LSN held: a later batch after it has no late event
+        holds["lsn"] = affected.newest
+    store_props[HOLDS_PROPERTY] = json.dumps(holds)
     set_properties(spark, changes_path(lake, name), store_props)

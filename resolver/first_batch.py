@@ -15,13 +15,14 @@ from pyspark.sql import functions as F
 from resolver import delta, sql
 from resolver.affected import Affected, resolve_affected
 from resolver.batch_tables import BatchTables, mark_applied
-from resolver.explode import TableLayout, explode_events
+from resolver.explode import TableLayout
+from resolver.exploded import explode_batch, moved_events
 from resolver.lake import changes_path, history_path, snapshot_path
 from resolver.models import TableSummary
 from resolver.quarantine import bad_value_records
 from resolver.schemalog import with_found_drops
 from resolver.steps import step
-from resolver.store import is_move, rescan_drops
+from resolver.store import rescan_drops
 from resolver.summaries import table_summary
 from resolver.tablemeta import TableMeta
 from resolver.truncates import pending_truncates
@@ -54,7 +55,8 @@ def apply_first_batch(
     quarantine records, if any."""
     name = layout.table
     with step(spark, name, "explode"):
-        rows = explode_events(events, layout).localCheckpoint(eager=True)
+        exploded = explode_batch(events, layout)
+    rows = exploded.rows
     store_schema = tables.store.toDF().schema
     changes = rows.dropDuplicates(["__lsn", "__pos"]).select(*[sql.col(f.name) for f in store_schema.fields])
     pending = pending_truncates(spark, lake, name, store_schema)  # truncates that came before the first rows
@@ -68,15 +70,11 @@ def apply_first_batch(
     if found:  # drops of columns sent before the lake knew them, found among the batch's inserts
         layout = with_found_drops(spark, lake, layout, found)
     with step(spark, name, "counts"):
-        held = changes.agg(
-            F.count(F.when(is_move(), 1)).alias("moved"),
-            F.count(F.when(F.col("__op") == "truncate", 1)).alias("truncates"),
-        ).first()
-        bad = rows.agg(F.sum(F.size(F.coalesce("__bad", F.array())))).first()
-    counts = {"moved": int(held["moved"]), "bad": int(bad[0] or 0)} if held and bad else {}
-    affected = Affected(
-        None, has_moves=bool(counts.get("moved")), has_truncates=bool(held and held["truncates"])
-    )
+        counts = {"moved": moved_events(exploded), "bad": exploded.bad}
+    # the store held nothing before: its truncates are the batch's, or kept from before its first rows
+    truncates = bool(meta.truncates) or pending is not None
+    affected = Affected(None, has_moves=exploded.moves > 0, has_truncates=truncates)
+    affected.newest, affected.newest_known = meta.hi, True  # at most the batch's newest: no later one is late
     with step(spark, name, "resolve"):
         versions = resolve_affected(changes, layout, affected)
     if tables.history is not None:

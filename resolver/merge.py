@@ -1,5 +1,6 @@
-"""Diffs of resolved versions against a silver table, the batch's counts, and the MERGE that applies a
-diff, bounded by key-range literals Delta can skip files with."""
+"""The MERGEs that bring a silver table up to date, bounded by key-range literals Delta can skip files with:
+a diff of resolved versions applied to the history, the current versions straight into the snapshot; and
+the batch's late events."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from resolver import sql
-from resolver.store import is_move
 
 
 def diff_rows(
@@ -36,9 +36,9 @@ def diff_rows(
     return joined.select(*picked, action.alias("__action")).filter(F.col("__action").isNotNull())
 
 
-def event_counts(rows: DataFrame, changes: DataFrame) -> dict[str, int]:
-    """One aggregate: the batch's moves, late events (older than an event the store held already for a key
-    they touch) and bad values."""
+def late_events(rows: DataFrame, changes: DataFrame) -> int:
+    """The batch's late events: older than an event the store held already for a key they touch (one
+    aggregate over the affected keys' changes)."""
     in_batch = rows.select(*["__lsn", "__pos"]).distinct().withColumn("__in", F.lit(True))
     touches = (
         changes.select("__lsn", "__pos", F.col("__key").alias("__k"))
@@ -53,11 +53,47 @@ def event_counts(rows: DataFrame, changes: DataFrame) -> dict[str, int]:
         .filter(F.col("__lsn") < F.col("__held"))
         .select("__lsn", "__pos")
         .distinct()
-        .select(F.lit("late").alias("name"))
     )
-    labels = rows.dropDuplicates(["__lsn", "__pos"]).filter(is_move()).select(F.lit("moved").alias("name"))
-    labels = labels.union(rows.select(F.explode("__bad")).select(F.lit("bad"))).union(late)
-    return {r["name"]: int(r["n"]) for r in labels.groupBy("name").agg(F.count("*").alias("n")).collect()}
+    got = late.agg(F.count("*").alias("n")).first()
+    return int(got["n"]) if got else 0
+
+
+def merge_snapshot(
+    target: DeltaTable,
+    current: DataFrame,
+    keys: DataFrame,
+    key: list[str],
+    cols: list[str],
+    ranges: list[KeyRange],
+) -> dict[str, int]:
+    """One MERGE making the snapshot rows of the affected ``keys`` (the key columns, each key once) equal
+    ``current`` (their current versions), without reading the snapshot first: a current version updates its
+    row when a column differs or is inserted, and a key without one deletes its row. The condition bounds
+    the target by ``ranges``. Returns the rows inserted, updated and deleted, as ``merge_changes``."""
+    on_key = [sql.col("c", k).eqNullSafe(sql.col("k", k)) for k in key]
+    joined = keys.alias("k").join(current.withColumn("__has", F.lit(True)).alias("c"), on_key, "left")
+    source = joined.select(
+        *[sql.col("k" if c in key else "c", c).alias(c) for c in cols],
+        F.col("c.__has").isNull().alias("__gone"),
+    ).localCheckpoint(eager=True)  # one row per key; the MERGE reads it twice
+    same = " AND ".join(f"t.{sql.ident(c)} <=> s.{sql.ident(c)}" for c in cols)
+    return _merge(
+        target.alias("t").merge(source.alias("s"), _on(ranges, key)),
+        delete="s.__gone",
+        update=f"NOT s.__gone AND NOT ({same})",
+        insert="NOT s.__gone",
+        cols=cols,
+    )
+
+
+def replace_snapshot(
+    target: DeltaTable, current: DataFrame, key: list[str], cols: list[str]
+) -> dict[str, int]:
+    """One MERGE making the whole snapshot equal ``current`` (every key is affected: a truncate, a new
+    key): rows that differ are updated, new ones inserted, and rows without a current version deleted."""
+    same = " AND ".join(f"t.{sql.ident(c)} <=> s.{sql.ident(c)}" for c in cols)
+    builder = target.alias("t").merge(current.alias("s"), _on([], key)).whenNotMatchedBySourceDelete()
+    return _merge(builder, delete=None, update=f"NOT ({same})", insert=None, cols=cols)
 
 
 def merge_changes(
@@ -70,16 +106,30 @@ def merge_changes(
     as literals Delta can skip files with (a join condition alone prunes nothing)."""
     bounds = range_sql(ranges, "t.") if ranges else _key_bounds(changes, key)
     on = " AND ".join([*bounds, *[f"t.{sql.ident(k)} <=> s.{sql.ident(k)}" for k in key]])
-    values: dict[str, str | Column] = {sql.ident(c): f"s.{sql.ident(c)}" for c in cols}
-    result = (
-        target.alias("t")
-        .merge(changes.alias("s"), on)
-        .whenMatchedDelete("s.__action = 'delete'")
-        .whenMatchedUpdate("s.__action = 'update'", values)
-        .whenNotMatchedInsert("s.__action = 'insert'", values)
-        .execute()
-        .first()
+    return _merge(
+        target.alias("t").merge(changes.alias("s"), on),
+        delete="s.__action = 'delete'",
+        update="s.__action = 'update'",
+        insert="s.__action = 'insert'",
+        cols=cols,
     )
+
+
+def _on(ranges: list[KeyRange], key: list[str]) -> str:
+    """A MERGE condition: the key columns equal null-safely, the target bounded by ``ranges``."""
+    return " AND ".join([*range_sql(ranges, "t."), *[f"t.{sql.ident(k)} <=> s.{sql.ident(k)}" for k in key]])
+
+
+def _merge(
+    builder: Any, *, delete: str | None, update: str, insert: str | None, cols: list[str]
+) -> dict[str, int]:
+    """Run a MERGE: matched rows deleted on ``delete`` and updated on ``update``, unmatched source rows
+    inserted on ``insert`` (None: always); returns what it inserted, updated and deleted."""
+    values: dict[str, str | Column] = {sql.ident(c): f"s.{sql.ident(c)}" for c in cols}
+    if delete is not None:
+        builder = builder.whenMatchedDelete(delete)
+    builder = builder.whenMatchedUpdate(update, values).whenNotMatchedInsert(insert, values)
+    result = builder.execute().first()
     got = result.asDict() if result is not None else {}
     return {action: int(got.get(column) or 0) for action, column in _RESULT_COLUMNS.items()}
 
@@ -88,7 +138,7 @@ def merge_changes(
 _RESULT_COLUMNS = {"insert": "num_inserted_rows", "update": "num_updated_rows", "delete": "num_deleted_rows"}
 
 
-_BOUNDED = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.StringType, T.DateType)
+BOUNDED = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.StringType, T.DateType)
 
 
 def _key_bounds(changes: DataFrame, key: list[str]) -> list[str]:
@@ -105,7 +155,7 @@ def key_ranges(df: DataFrame, key: Sequence[str]) -> list[KeyRange]:
     """The range of each integral, string or date key column of ``df``, from one aggregate; none when
     ``df`` is empty or no key column has such a type."""
     types = {f.name: f.dataType for f in df.schema.fields}
-    bounded = [k for k in key if isinstance(types.get(k), _BOUNDED)]
+    bounded = [k for k in key if isinstance(types.get(k), BOUNDED)]
     if not bounded:
         return []
     aggs = [

@@ -4,12 +4,11 @@ or the table failed)."""
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
 from resolver.explode import TableLayout
+from resolver.exploded import Exploded, moved_events
 from resolver.models import TableSummary
 from resolver.quarantine import bad_value_records
-from resolver.store import is_move
 from resolver.tablemeta import TableMeta
 
 __all__ = ["already_applied", "empty_summary", "table_summary"]
@@ -18,7 +17,7 @@ __all__ = ["already_applied", "empty_summary", "table_summary"]
 def table_summary(layout: TableLayout, meta: TableMeta, counts: dict[str, int], rounds: int) -> TableSummary:
     """A table's summary of a batch that was applied, from ``counts``: what the MERGEs changed (``s_insert``,
     ``s_update``, ``s_delete``, ``h_total``) and the batch's moves, late events and bad values
-    (``resolver.merge.event_counts``)."""
+    (``resolver.exploded``, ``resolver.merge.late_events``)."""
     return TableSummary(
         table=layout.table,
         events=meta.events,
@@ -36,16 +35,12 @@ def table_summary(layout: TableLayout, meta: TableMeta, counts: dict[str, int], 
 
 
 def already_applied(
-    rows: DataFrame, layout: TableLayout, meta: TableMeta, store_version: int
+    exploded: Exploded, layout: TableLayout, meta: TableMeta, store_version: int
 ) -> tuple[TableSummary, DataFrame | None]:
     """The summary of a batch whose every event the store already held, with silver up to date: the
-    batch's own moves and bad values (one small aggregate), nothing resolved or written. Its bad values
-    are sent to the quarantine again, which keeps one record per file, line and reason."""
-    got = rows.agg(
-        F.count_distinct(F.when(is_move(), F.struct("__lsn", "__pos"))).alias("moved"),
-        F.sum(F.when(F.col("__bad").isNotNull(), F.size("__bad"))).alias("bad"),
-    ).first()
-    moved, bad = (int(got["moved"] or 0), int(got["bad"] or 0)) if got else (0, 0)
+    batch's own moves and bad values (measured when it was exploded), nothing resolved or written. Its bad
+    values are sent to the quarantine again, which keeps one record per file, line and reason."""
+    moved, bad = moved_events(exploded), exploded.bad
     note = (
         f"every event was already applied (change store version {store_version}, silver tables up to "
         "date): nothing to resolve"
@@ -63,7 +58,7 @@ def already_applied(
         bad_values=bad,
         rounds=0,
         notes=[*layout.notes, note],
-    ), (bad_value_records(rows, layout) if bad else None)
+    ), (bad_value_records(exploded.rows, layout) if bad else None)
 
 
 def empty_summary(table: str, meta: TableMeta | None, error: str | None) -> TableSummary:

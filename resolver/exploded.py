@@ -1,0 +1,68 @@
+"""A table's batch exploded against its layout and materialized once, with what the later steps need to
+know about it measured in the same pass (Spark's observed metrics ride on the materializing job: no job
+of their own): how many rows change their key, how many values did not fit their column, and the range
+of the keys the rows name, as the literals the reads and MERGEs of the affected keys are bounded by."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, Observation
+from pyspark.sql import functions as F
+
+from resolver.explode import TableLayout, explode_events
+from resolver.merge import BOUNDED, KeyRange
+from resolver.store import is_move
+
+__all__ = ["Exploded", "explode_batch", "moved_events"]
+
+
+@dataclass(frozen=True)
+class Exploded:
+    """The batch's rows for one table (materialized) and what the same pass measured."""
+
+    rows: DataFrame
+    moves: int  # rows that change their key (an event the batch holds twice counts twice)
+    bad: int  # values that did not fit their column (one per line that carried it)
+    ranges: list[KeyRange]  # each integral, string or date key column's range among the keys named
+
+
+def explode_batch(events: DataFrame, layout: TableLayout) -> Exploded:
+    """Explode and materialize the batch's rows of ``layout.table``, measuring them on the way."""
+    rows = explode_events(events, layout)
+    key_types = {f.name: f.dataType for f in layout.key_struct_type().fields}
+    bounded = [k for k in layout.key if isinstance(key_types[k], BOUNDED)]
+    observed = Observation(f"exploded {layout.table}")
+    rows = rows.observe(
+        observed,
+        F.count(F.when(is_move(), 1)).alias("moves"),
+        F.coalesce(F.sum(F.size(F.coalesce("__bad", F.array()))), F.lit(0)).alias("bad"),
+        F.count(F.when(F.col("__key").isNotNull() | F.col("__old_key").isNotNull(), 1)).alias("named"),
+        *[agg for i, k in enumerate(bounded) for agg in _range_aggs(i, k)],
+    ).localCheckpoint(eager=True)
+    got = observed.get
+    ranges: list[KeyRange] = []
+    if got["named"]:  # no key named at all (truncates only): nothing to bound
+        ranges = [(k, got[f"lo{i}"], got[f"hi{i}"], bool(got[f"null{i}"])) for i, k in enumerate(bounded)]
+    return Exploded(rows, int(got["moves"]), int(got["bad"]), ranges)
+
+
+def _range_aggs(i: int, k: str) -> list[Column]:
+    """The smallest and largest value of key column ``k`` under ``__key`` or ``__old_key``, and whether a
+    key named there has it NULL."""
+    named = [F.when(F.col(s).isNotNull(), F.col(s).getField(k)) for s in ("__key", "__old_key")]
+    nulls = [F.col(s).isNotNull() & F.col(s).getField(k).isNull() for s in ("__key", "__old_key")]
+    return [
+        F.least(*[F.min(v) for v in named]).alias(f"lo{i}"),
+        F.greatest(*[F.max(v) for v in named]).alias(f"hi{i}"),
+        F.max(nulls[0] | nulls[1]).alias(f"null{i}"),
+    ]
+
+
+def moved_events(exploded: Exploded) -> int:
+    """The batch's key changes, each event once: no job when the pass saw none (the common case)."""
+    if not exploded.moves:
+        return 0
+    rows = exploded.rows.dropDuplicates(["__lsn", "__pos"]).filter(is_move())
+    got = rows.agg(F.count("*").alias("n")).first()
+    return int(got["n"]) if got else 0
