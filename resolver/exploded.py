@@ -5,6 +5,7 @@ of the keys the rows name, as the literals the reads and MERGEs of the affected 
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Observation
@@ -32,7 +33,7 @@ def explode_batch(events: DataFrame, layout: TableLayout) -> Exploded:
     rows = explode_events(events, layout)
     key_types = {f.name: f.dataType for f in layout.key_struct_type().fields}
     bounded = [k for k in layout.key if isinstance(key_types[k], BOUNDED)]
-    observed = Observation(f"exploded {layout.table}")
+    observed = Observation(f"exploded {layout.table} {uuid.uuid4().hex}")  # unique among running queries
     rows = rows.observe(
         observed,
         F.count(F.when(is_move(), 1)).alias("moves"),

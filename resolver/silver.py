@@ -7,14 +7,16 @@ The flow of one batch, each step in its own module:
    and the events the policies refuse (``resolver.rejects``); nothing is written yet;
 2. ``resolver.schemalog``: the batch's schema changes, logged before any table changes;
 3. per table, on a pool of threads (``resolver.apply.apply_table``): the table's Delta tables created or
-   evolved (``resolver.tables``), the batch exploded against the layout (``resolver.explode``) and appended to
-   the change store (an insert-only MERGE on (commit LSN, position)); the *affected keys*: the keys the batch
+   evolved (``resolver.tables``), the batch exploded against the layout and measured in the same job
+   (``resolver.exploded``: key changes, bad values, key ranges) and appended to the change store (an
+   insert-only MERGE on (commit LSN, position)); the *affected keys*: the keys the batch
    touches, closed under primary-key changes (``resolver.store``, ``resolver.moves.linked_keys``; a
    truncate affects every key); every change of those keys resolved into versions
    (``resolver.resolve.resolve_versions``: the result depends only on the set of events held, so replays and
    any delivery order give the same rows); the versions diffed against the history rows of those keys and
-   the current versions against the snapshot rows, one aggregate counting them, and one MERGE into each
-   (``resolver.merge``), skipped when there is nothing to change;
+   MERGEd into the history, the current versions MERGEd straight into the snapshot (``resolver.merge``;
+   what each MERGE did is its own result; late events are searched for only when the store's marker
+   cannot rule them out);
 4. ``resolver.quarantine``: values that did not fit their column, and events a policy quarantined.
 
 The change store is written first and the silver tables are recomputed from it, so a batch cut short by a

@@ -172,3 +172,34 @@ def test_a_bad_deletion_vector_setting_fails_with_one_line(spark: SparkSession, 
         raise AssertionError(f"a bad setting was taken: {summary}")
     finally:
         spark.conf.unset(FROM_BYTES_SETTING)
+
+
+def test_the_explode_pass_measures_what_separate_aggregates_count(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """What ``explode_batch`` measures on the way (observed metrics, no job of their own) equals what
+    separate aggregates over its rows count: key changes, bad values and the key ranges that bound the
+    reads and MERGEs, for every table of the sample streams (key changes and bad values among them)."""
+    from pyspark.sql import functions as F
+
+    from resolver import read_wal2json
+    from resolver.exploded import explode_batch, moved_events
+    from resolver.merge import key_ranges, keys_of
+    from resolver.plan import plan_changes
+    from resolver.store import is_move
+
+    seen_moves = seen_bad = 0
+    for path in (SAMPLES / "wal2json-v2" / "0001.json", SAMPLES / "dirty" / "0001.json"):
+        events = read_wal2json(spark, [str(path)]).events
+        plan = plan_changes(spark, events, str(tmp_path / "lake"))
+        for table, layout in plan.layouts.items():
+            if layout is None:
+                continue
+            got = explode_batch(events, layout)
+            rows = got.rows
+            assert got.moves == rows.filter(is_move()).count(), table
+            assert moved_events(got) == rows.dropDuplicates(["__lsn", "__pos"]).filter(is_move()).count()
+            assert got.bad == rows.select(F.explode("__bad")).count(), table
+            assert got.ranges == key_ranges(keys_of(rows, layout.key), layout.key), table
+            seen_moves, seen_bad = seen_moves + got.moves, seen_bad + got.bad
+    assert seen_moves and seen_bad  # the samples hold both, so the comparison means something
