@@ -188,8 +188,17 @@ def test_the_explode_pass_measures_what_separate_aggregates_count(
     from resolver.plan import plan_changes
     from resolver.store import is_move
 
+    at = '"timestamp":"2026-11-21 16:30:12+00","lsn":"0/1932960"'
+    odd = tmp_path / "odd.json"  # a timestamp Spark cannot hold: a bad value
+    odd.write_text(
+        f'{{"action":"B","xid":9,{at},"nextlsn":"0/1932990"}}\n'
+        f'{{"action":"I","xid":9,{at},"schema":"public","table":"ev","columns":[{{"name":"id","type":"bigint",'
+        f'"value":1}},{{"name":"at","type":"timestamp with time zone","value":"infinity"}}],'
+        f'"pk":[{{"name":"id","type":"bigint"}}]}}\n'
+        f'{{"action":"C","xid":9,{at},"nextlsn":"0/1932990"}}\n'
+    )
     seen_moves = seen_bad = 0
-    for path in (SAMPLES / "wal2json-v2" / "0001.json", SAMPLES / "dirty" / "0001.json"):
+    for path in (SAMPLES / "wal2json-v2" / "0001.json", SAMPLES / "dirty" / "0001.json", odd):
         events = read_wal2json(spark, [str(path)]).events
         plan = plan_changes(spark, events, str(tmp_path / "lake"))
         for table, layout in plan.layouts.items():
