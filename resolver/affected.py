@@ -34,6 +34,7 @@ class Affected:
     ranges: list[KeyRange] = field(default_factory=list)
     rounds: int = 0
     late_possible: bool = True  # False: no event of the batch is older than the newest keyed one held before
+    after_held: bool = False  # every event of the batch is newer than every keyed change held before it
     newest: int | None = None  # the newest commit LSN of a keyed change held after the batch (None: none)
     newest_known: bool = False  # whether ``newest`` is known (the marker records it)
 
@@ -69,6 +70,7 @@ def affected_keys(
         has_truncates = bool(holds["truncates"] or meta.truncates or adopted)
         held_lsn = holds["lsn"]
         late_possible = held_lsn is not None and (meta.lo is None or int(meta.lo) < int(held_lsn))
+        after_held = meta.lo is not None and (held_lsn is None or int(meta.lo) > int(held_lsn))
         newest = max([int(x) for x in (held_lsn, meta.hi) if x is not None], default=None)
     else:
         keyed = F.col("__key").isNotNull() | F.col("__old_key").isNotNull()
@@ -80,14 +82,21 @@ def affected_keys(
         has_moves = bool(held and held["moves"])
         has_truncates = bool(held and held["truncates"])
         late_possible, newest = True, (int(held["lsn"]) if held and held["lsn"] is not None else None)
+        after_held = False
     found = Affected(
-        None, has_moves, has_truncates, late_possible=late_possible, newest=newest, newest_known=True
+        None,
+        has_moves,
+        has_truncates,
+        late_possible=late_possible,
+        after_held=after_held,
+        newest=newest,
+        newest_known=True,
     )
     dropped = any(e["change"] == "dropped" for e in layout.schema_log)  # rows held then lose the column
     if meta.truncates or rekeyed or adopted or dropped:
         return found  # a truncate touches every key; a new key, too
     if not has_moves:  # the affected keys are the batch's own
-        found.nodes, found.ranges = touched.localCheckpoint(eager=True), list(exploded.ranges)
+        found.nodes, found.ranges = touched, list(exploded.ranges)
         return found
     comps, found.rounds = linked_keys(moves)
     hit = comps.join(touched, "node", "left_semi").select("comp").distinct()

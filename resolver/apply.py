@@ -18,12 +18,14 @@ from resolver.batch_tables import BatchTables, mark_applied, open_batch_tables
 from resolver.explode import TableLayout
 from resolver.exploded import Exploded, explode_batch, moved_events
 from resolver.first_batch import apply_first_batch, is_first_batch
+from resolver.lake import changes_path
 from resolver.merge import (
     diff_rows,
     keys_of,
     late_events,
     merge_changes,
     merge_snapshot,
+    merge_versions,
     range_sql,
     replace_snapshot,
 )
@@ -51,9 +53,15 @@ class _Stored:
 
 
 def apply_table(
-    spark: SparkSession, events: DataFrame, lake: str, meta: TableMeta, layout: TableLayout | None
+    spark: SparkSession,
+    events: DataFrame,
+    lake: str,
+    meta: TableMeta,
+    layout: TableLayout | None,
+    all_new: bool = False,
 ) -> tuple[TableSummary, DataFrame | None]:
-    """Bring one table's silver tables up to date; also returns its quarantine records, if any."""
+    """Bring one table's silver tables up to date; also returns its quarantine records, if any.
+    ``all_new``: the lake held none of the batch's events before it (bronze took every one as new)."""
     name = meta.table
     if layout is None:
         defer_truncates(spark, events, lake, name)
@@ -63,7 +71,7 @@ def apply_table(
         tables = open_batch_tables(spark, lake, layout)
     if first:
         return apply_first_batch(spark, events, lake, meta, layout, tables)
-    stored = _store(spark, events, lake, meta, layout, tables)
+    stored = _store(spark, events, lake, meta, layout, tables, all_new)
     if stored.done:
         return already_applied(stored.exploded, layout, meta, stored.version)
     all_changes = tables.store.toDF()
@@ -84,17 +92,11 @@ def apply_table(
         changes = read_changes(all_changes, affected, layout)
     with step(spark, name, "resolve"):
         versions = resolve_affected(changes, layout, affected)
-    hist_changes = _history_diff(spark, name, versions, tables, layout, affected)
     with step(spark, name, "counts"):
         counts = {"moved": moved_events(stored.exploded), "bad": stored.exploded.bad}
         counts["late"] = late_events(stored.exploded.rows, changes) if affected.late_possible else 0
-    if tables.history is not None and hist_changes is not None:
-        with step(spark, name, "history merge"):
-            cols = tables.history.toDF().columns
-            written = merge_changes(
-                tables.history, hist_changes, [*layout.key, "__start_lsn"], cols, affected.ranges
-            )
-        counts["h_total"] = sum(written.values())
+    if tables.history is not None:
+        counts["h_total"] = _merge_history(spark, name, versions, tables.history, layout, affected, meta)
     if tables.snapshot is not None:
         with step(spark, name, "snapshot merge"):
             written = _merge_snapshot(tables.snapshot, versions, changes, layout, affected)
@@ -111,9 +113,12 @@ def _store(
     meta: TableMeta,
     layout: TableLayout,
     tables: BatchTables,
+    all_new: bool,
 ) -> _Stored:
-    """Explode the batch and append its new rows to the change store (an insert-only MERGE on (commit LSN,
-    position), bounded by the batch's LSN range), with the truncates a new table kept."""
+    """Explode the batch and add its new rows to the change store, with the truncates a new table kept.
+    When the lake held none of the batch's events (``all_new``: bronze took them all as new, and the store
+    only ever holds events bronze took before), they are appended blindly; otherwise by an insert-only
+    MERGE on (commit LSN, position), bounded by the batch's LSN range, which skips those held already."""
     name, store = layout.table, tables.store
     with step(spark, name, "explode"):
         exploded = explode_batch(events, layout)
@@ -125,11 +130,16 @@ def _store(
         pending = pending_truncates(spark, lake, name, store.toDF().schema)
         if pending is not None:
             batch, adopted = batch.unionByName(pending), True
-    condition = "t.__lsn = s.__lsn AND t.__pos = s.__pos"
-    if meta.lo is not None:
-        condition = f"t.__lsn BETWEEN {int(meta.lo)} AND {int(meta.hi or meta.lo)} AND " + condition
-    with step(spark, name, "store merge"):
-        inserted, version = delta.insert_new(store, batch, condition)
+    if all_new:
+        with step(spark, name, "store append"):
+            inserted, version = True, delta.append(store, changes_path(lake, name), batch)
+    else:
+        condition = "t.__lsn = s.__lsn AND t.__pos = s.__pos"
+        if meta.lo is not None:
+            condition = f"t.__lsn BETWEEN {int(meta.lo)} AND {int(meta.hi or meta.lo)} AND " + condition
+        with step(spark, name, "store merge"):
+            metrics, version = delta.insert_new(store, batch, condition)
+        inserted = bool(metrics)
     applied = layout.extra.get("applied", "")
     # the marker's key-change and truncate flags still describe the store before this batch's rows
     flags_hold = applied.isdigit() and int(applied) + 1 == version - (1 if inserted else 0)
@@ -141,30 +151,39 @@ def _store(
     return _Stored(exploded, version, adopted, flags_hold, done)
 
 
-def _history_diff(
+def _merge_history(
     spark: SparkSession,
     name: str,
     versions: DataFrame,
-    tables: BatchTables,
+    history: DeltaTable,
     layout: TableLayout,
     affected: Affected,
-) -> DataFrame | None:
-    """The changes that make the history hold ``versions`` for the affected keys (materialized; None when
-    the settings keep no history)."""
-    if tables.history is None:
-        return None
+    meta: TableMeta,
+) -> int:
+    """Make the history hold ``versions`` for the affected keys; returns the rows written. A batch whose
+    every event is newer than all the table held (the common case) only closes open versions and opens new
+    ones: one MERGE straight from the versions. Otherwise (late events, a truncate or a new key affecting
+    every key, a run completed after a crash) the versions are diffed against the history rows of those
+    keys first, and the diff's deletes remove versions that no longer exist."""
+    cols = history.toDF().columns
+    if affected.after_held and affected.nodes is not None and meta.lo is not None:
+        with step(spark, name, "history merge"):
+            written = merge_versions(history, versions, list(layout.key), cols, affected.ranges, int(meta.lo))
+        return sum(written.values())
     with step(spark, name, "read history"):
-        hist = tables.history.toDF()
+        hist = history.toDF()
         for bound in range_sql(affected.ranges, ""):
             hist = hist.filter(bound)
         hist = hist.withColumn("__kh", key_hash(F.struct(*[sql.col(k) for k in layout.key])))
         if affected.nodes is not None:
             hist = hist.join(affected.nodes, F.col("__kh") == F.col("node"), "left_semi")
-    h_cols = list(tables.history.toDF().columns)
     with step(spark, name, "diff history"):
-        return diff_rows(
-            versions, hist, h_cols, ["__kh", "__start_lsn"], [*layout.key, "__start_lsn"]
+        diff = diff_rows(
+            versions, hist, cols, ["__kh", "__start_lsn"], [*layout.key, "__start_lsn"]
         ).localCheckpoint(eager=True)
+    with step(spark, name, "history merge"):
+        written = merge_changes(history, diff, [*layout.key, "__start_lsn"], cols, affected.ranges)
+    return sum(written.values())
 
 
 def _merge_snapshot(

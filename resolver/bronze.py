@@ -93,6 +93,7 @@ def ingest(
             plan=plan,
             isolate=isolate,
             on_table=on_table,
+            all_new=_all_new(metrics, counts),
         )
     finally:
         batch.unpersist()
@@ -110,6 +111,13 @@ def ingest(
         bronze_version=version,
         tables=tables,
     )
+
+
+def _all_new(metrics: dict[str, int], counts: dict[str, int]) -> bool:
+    """Whether bronze took every event the batch read as new: then no change store holds any of them (a
+    store only ever holds events bronze took in an earlier batch)."""
+    inserted = metrics.get("numTargetRowsInserted", 0)
+    return inserted > 0 and inserted == counts["events"]
 
 
 def _quarantine(

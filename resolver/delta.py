@@ -25,6 +25,7 @@ __all__ = [
     "ensure_table",
     "insert_new",
     "version",
+    "properties_and_size",
     "properties_for_names",
     "set_properties",
     "table_path",
@@ -115,6 +116,20 @@ def version(table: DeltaTable) -> int:
     its log's snapshot on when it commits, and a MERGE first brings the snapshot up to the latest commit.
     A commit by another process after that is not seen; the markers that use the version only go stale."""
     return int(table._jdt.deltaLog().unsafeVolatileSnapshot().version())  # noqa: SLF001
+
+
+def properties_and_size(table: DeltaTable) -> tuple[dict[str, str], int]:
+    """The table's properties and its size in bytes at its latest version, read from its log without a
+    Spark job (``DeltaTable.detail()`` runs three to compute the size): the properties from the table's
+    metadata, the size from the version's checksum file, which Delta writes with every commit (computed
+    from the log, with Spark jobs, when the version has none: a table another writer committed to)."""
+    jvm = table._spark._jvm  # noqa: SLF001
+    none = jvm.scala.Option.empty()
+    snapshot = table._jdt.deltaLog().update(False, none, none)  # noqa: SLF001
+    conf = jvm.scala.jdk.javaapi.CollectionConverters.asJava(snapshot.metadata().configuration())
+    checksum = snapshot.checksumOpt()
+    size = checksum.get().tableSizeBytes() if checksum.isDefined() else snapshot.sizeInBytes()
+    return {str(k): str(v) for k, v in conf.items()}, int(size)
 
 
 def set_properties(spark: SparkSession, path: str, props: dict[str, str]) -> None:

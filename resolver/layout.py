@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
+from resolver.delta import properties_and_size
 from resolver.drops import drop_points
 from resolver.errors import ConfigError
 from resolver.evolution import TypeChange, evolve_type
@@ -137,9 +138,7 @@ def _lake_columns(
     path = changes_path(lake, table)
     if DeltaTable.isDeltaTable(spark, path):
         target = DeltaTable.forPath(spark, path)
-        detail = target.detail().select("properties", "sizeInBytes").first()
-        props = dict(detail[0] or {}) if detail else {}
-        store_bytes = int(detail[1] or 0) if detail else 0
+        props, store_bytes = properties_and_size(target)
         existing = [
             Column_(
                 f.name,

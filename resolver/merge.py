@@ -115,6 +115,34 @@ def merge_changes(
     )
 
 
+def merge_versions(
+    target: DeltaTable,
+    versions: DataFrame,
+    key: list[str],
+    cols: list[str],
+    ranges: list[KeyRange],
+    since: int,
+) -> dict[str, int]:
+    """One MERGE making the history hold ``versions`` (of the affected keys) when every event of the batch
+    is newer than every keyed change held before it (``since``: the batch's lowest commit LSN), read
+    straight from the versions, without a diff: such a batch only closes versions that were open and opens
+    new ones, so no version is removed, and only versions that end at or after ``since`` can differ from
+    the history's (the rest are left out of the source, and the condition bounds the target to them).
+    Returns what it inserted and updated, as ``merge_changes``."""
+    source = versions.filter(F.col("__end_lsn") >= F.lit(since)).select(*[sql.col(c) for c in cols])
+    on = " AND ".join(
+        [
+            *range_sql(ranges, "t."),
+            f"t.__end_lsn >= {int(since)}",
+            "t.__start_lsn = s.__start_lsn",
+            *[f"t.{sql.ident(k)} <=> s.{sql.ident(k)}" for k in key],
+        ]
+    )
+    same = " AND ".join(f"t.{sql.ident(c)} <=> s.{sql.ident(c)}" for c in cols)
+    builder = target.alias("t").merge(source.alias("s"), on)
+    return _merge(builder, delete=None, update=f"NOT ({same})", insert=None, cols=cols)
+
+
 def _on(ranges: list[KeyRange], key: list[str]) -> str:
     """A MERGE condition: the key columns equal null-safely, the target bounded by ``ranges``."""
     return " AND ".join([*range_sql(ranges, "t."), *[f"t.{sql.ident(k)} <=> s.{sql.ident(k)}" for k in key]])

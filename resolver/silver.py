@@ -72,6 +72,7 @@ def apply_changes(
     settings: Callable[[str], TableSettings] | None = None,
     isolate: bool = False,
     on_table: Callable[[TableSummary], None] | None = None,
+    all_new: bool = False,
 ) -> list[TableSummary]:
     """Apply a batch of change events (a DataFrame with ``resolver.models.ChangeEvent`` columns, e.g.
     ``read_wal2json(...).events``) to the silver tables of every table in it. One call is one batch.
@@ -82,7 +83,9 @@ def apply_changes(
     ``plan_changes``, before anything is written; pass its ``plan`` when you have one. Events a
     ``quarantine`` policy (``resolver.policy``) takes out go to the quarantine table. With ``isolate``,
     a table that fails (in planning or while applying) does not stop the others: its summary carries the
-    ``error``. ``on_table`` is called with each table's summary as soon as the table is done.
+    ``error``. ``on_table`` is called with each table's summary as soon as the table is done. ``all_new``
+    says the lake held none of these events before (``resolver.bronze.ingest`` knows it from bronze's
+    write): each table's change store is then appended to without looking for them first.
 
     Example::
 
@@ -101,7 +104,7 @@ def apply_changes(
 
     def one(table: str) -> tuple[TableSummary, DataFrame | None]:
         try:
-            result = apply_table(spark, events, lake, meta[table], plan.layouts[table])
+            result = apply_table(spark, events, lake, meta[table], plan.layouts[table], all_new)
         except Exception as e:
             if not isolate:
                 raise
