@@ -153,6 +153,8 @@ def write_bronze(
     first = Window.partitionBy(*BRONZE_KEY, provenance).orderBy("source_file", "source_line")
     ranked = events.withColumn("_rank", F.row_number().over(first))
     unique = ranked.filter(F.col("_rank") == 1).drop("_rank")
+    if delta.version(table) == 0:  # bronze holds nothing yet (only its creation): nothing to look up
+        return delta.append_counted(table, delta.table_path(lake, delta.BRONZE), unique)
     bounds = []
     if lo is not None and hi is not None:
         bounds.append(f"(t.commit_lsn BETWEEN {lo} AND {hi})")

@@ -201,11 +201,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _ingest(args: argparse.Namespace) -> int:
     from resolver.bronze import ingest
-    from resolver.input_files import list_files, resolve_format
+    from resolver.input_files import is_uri, list_files, resolve_format
     from resolver.session import local_session
 
-    files = list_files(args.files)  # fail fast on bad input or schema files, before starting Spark
-    fmt = resolve_format(files, args.format)
+    remote = any(is_uri(f) for f in args.files)  # listed through Spark's file systems, once it runs
+    if not remote:  # fail fast on bad input or schema files, before starting Spark
+        files = list_files(args.files)
+        fmt = resolve_format(files, args.format)
     schemas = None
     if args.schemas is not None:
         from resolver.tableschema import load_schemas
@@ -213,9 +215,13 @@ def _ingest(args: argparse.Namespace) -> int:
         schemas = load_schemas(args.schemas)
         print(f"resolver: {len(schemas)} table schema file(s) valid in {args.schemas}", file=sys.stderr)
     started = time.monotonic()
+    spark = local_session(master=args.master)
+    if remote:
+        from resolver.hadoop_files import input_of
+
+        _, files, fmt = input_of(spark, args.files, args.format)
     how = "" if args.format else " (detected)"
     print(f"resolver: ingesting {len(files)} file(s) as {fmt.value}{how} into {args.lake}", file=sys.stderr)
-    spark = local_session(master=args.master)
     from resolver.policy import Policies
 
     policies = Policies(

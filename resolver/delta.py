@@ -8,10 +8,12 @@ folder of a source table: ``resolver.lake``).
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterable
 
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from resolver import sql
@@ -22,6 +24,7 @@ __all__ = [
     "QUARANTINE",
     "NO_CHANGE_FEED",
     "append",
+    "append_counted",
     "ensure_table",
     "insert_new",
     "version",
@@ -108,6 +111,16 @@ def append(table: DeltaTable, path: str, rows: DataFrame) -> int:
         "append"
     ).save(path)
     return version(table)
+
+
+def append_counted(table: DeltaTable, path: str, rows: DataFrame) -> tuple[dict[str, int], int]:
+    """``append``, returning what ``insert_new`` returns (``{"numTargetRowsInserted": n}``, empty when
+    nothing was written, and the version): the rows are counted on their way in (an observed metric of the
+    write itself, no Spark job of its own)."""
+    observed = Observation(f"append {uuid.uuid4().hex}")  # unique among running queries
+    version = append(table, path, rows.observe(observed, F.count(F.lit(1)).alias("n")))
+    written = int(observed.get["n"])
+    return ({"numTargetRowsInserted": written} if written else {}), version
 
 
 def version(table: DeltaTable) -> int:

@@ -4,35 +4,82 @@
 The format is given or detected: ``resolve_format`` reads the head of each file (only as far as its first
 recognisable record) and refuses, with one line naming the file, a file of neither format, a batch that
 mixes the two, or a file that is not the format given.
+
+Where the files are is a ``FileSystem``: ``LOCAL`` (this machine's files, for plain paths) here, and Spark's
+Hadoop file systems for URIs (``resolver.hadoop_files``, which needs a SparkSession). ``is_uri`` tells which
+a path asks for.
 """
 
 from __future__ import annotations
 
+import io
 import os
+import re
 from collections.abc import Sequence
+from typing import Protocol
 
 from resolver.errors import ConfigError
 from resolver.models import Format
-from resolver.wal2json import file_head
+from resolver.wal2json_detect import HEAD_LIMIT, FileHead, stream_head
 
-__all__ = ["list_files", "resolve_format"]
+__all__ = ["LOCAL", "FileSystem", "LocalFiles", "head_of", "is_uri", "list_files", "resolve_format"]
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
-def list_files(paths: Sequence[str]) -> list[str]:
+def is_uri(path: str) -> bool:
+    """Whether ``path`` names its file system (``s3a://…``, ``abfss://…``, ``file:/…``): a URI, read through
+    Spark's Hadoop file systems. A plain path (``landing/0001.json``, ``/data/x``) is not."""
+    return bool(_SCHEME.match(path)) and not re.match(r"^[A-Za-z]:[\\/]", path)  # C:\ is a path
+
+
+class FileSystem(Protocol):
+    """Where a batch's input files are, as the driver sees them."""
+
+    def expand(self, path: str) -> list[str] | None:
+        """A file: itself; a folder: its visible files (not starting with ``.`` or ``_``) in name order;
+        None when nothing is there. Names are given the way the readers will name the files."""
+        ...
+
+    def head(self, path: str) -> FileHead:
+        """What the head of the file shows (``resolver.wal2json.file_head``)."""
+        ...
+
+
+class LocalFiles:
+    """This machine's files (plain paths): the executors read them as local paths too."""
+
+    def expand(self, path: str) -> list[str] | None:
+        if os.path.isdir(path):
+            names = sorted(n for n in os.listdir(path) if not n.startswith((".", "_")))
+            found = [os.path.join(path, n) for n in names if os.path.isfile(os.path.join(path, n))]
+            return [os.path.abspath(f) for f in found]
+        return [os.path.abspath(path)] if os.path.isfile(path) else None
+
+    def head(self, path: str) -> FileHead:
+        with open(path, "rb") as fh:
+            return stream_head(fh)
+
+
+LOCAL = LocalFiles()
+
+
+def head_of(data: bytes) -> FileHead:
+    """The head of a file whose first bytes (up to ``HEAD_LIMIT``) are ``data``."""
+    return stream_head(io.BytesIO(data[:HEAD_LIMIT]))
+
+
+def list_files(paths: Sequence[str], fs: FileSystem = LOCAL) -> list[str]:
     """Expand the paths given (files, or folders whose visible files are taken in name order)."""
     files: list[str] = []
     for p in paths:
-        local = p.removeprefix("file://").removeprefix("file:")
-        if os.path.isdir(local):
-            names = sorted(n for n in os.listdir(local) if not n.startswith((".", "_")))
-            files.extend(os.path.join(local, n) for n in names if os.path.isfile(os.path.join(local, n)))
-        elif os.path.isfile(local):
-            files.append(local)
-        else:
+        found = fs.expand(p)
+        if found is None:
             raise ConfigError(f"input not found: {p!r} (expected a file or a folder of wal2json files)")
+        files.extend(found)
     if not files:
         raise ConfigError(f"no input files in {list(paths)!r}")
-    return [os.path.abspath(f) for f in files]
+    return files
 
 
 _SHAPES = {
@@ -41,7 +88,7 @@ _SHAPES = {
 }
 
 
-def resolve_format(files: Sequence[str], fmt: Format | str | None = None) -> Format:
+def resolve_format(files: Sequence[str], fmt: Format | str | None = None, fs: FileSystem = LOCAL) -> Format:
     """The format to read ``files`` as: ``fmt`` when given, else the one their first records show.
 
     Each file's head is read up to its first recognisable record (``resolver.wal2json.file_head``); a file
@@ -53,7 +100,7 @@ def resolve_format(files: Sequence[str], fmt: Format | str | None = None) -> For
     given = _format(fmt) if fmt is not None else None
     first_of: dict[Format, str] = {}
     for path in dict.fromkeys(files):
-        head = file_head(path)
+        head = fs.head(path)
         if head.first is None:
             continue
         if head.format is None and given is None:

@@ -1,10 +1,16 @@
 """Read wal2json files into Spark: change events and quarantined records, parsed inside Spark tasks.
 
-The files of one batch are one stream, in the order given. Each Spark task opens its files itself and
-streams them line by line through ``resolver.wal2json`` (validation needs the JSON Schemas, which is Python
-work, so this is a ``mapInArrow``, not a per-row UDF), so a file larger than the driver's or an executor's
-memory is fine and nothing is collected to the driver. A format-2 transaction cut by a file boundary (its B
-at the end of one file, its C at the start of the next) is stitched back together in Spark
+The files of one batch are one stream, in the order given. Each file is parsed line by line by one Spark
+task through ``resolver.wal2json`` (validation needs the JSON Schemas, which is Python work, so this is a
+``mapInArrow``, not a per-row UDF); nothing is collected to the driver. Local files (plain paths, on a
+machine whose Spark default file system is the local one) are opened and streamed by the task itself, so a
+file of any size is fine. Files named by URIs (``s3a://``, ``abfss://``, ``gs://``, ``hdfs://``,
+``dbfs:/``, ``file:/``) are read through Spark's Hadoop file systems with the session's configuration and
+credentials (``resolver.hadoop_files``): Spark's ``binaryFile`` source hands each file to a task as one
+value, which bounds one file at 2 GiB and needs about three times its size in the executor's memory.
+
+A format-2 transaction cut by a file boundary (its B at the end of one file, its C at the start of the
+next) is stitched back together in Spark
 (``resolver.stitch``); one that stays incomplete (no C before the end of the last file) is quarantined
 whole, never applied half-way.
 
@@ -14,8 +20,10 @@ The files and their format come from ``resolver.input_files`` (``list_files``, `
 from __future__ import annotations
 
 import gc
+import io
+import re
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, BinaryIO
 
 import pyarrow as pa
 from pyspark import StorageLevel
@@ -23,7 +31,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from resolver.input_files import list_files, resolve_format
+from resolver.hadoop_files import input_of
+from resolver.input_files import LOCAL
 from resolver.models import ChangeEvent, Format, QuarantineRecord
 from resolver.sparkschema import arrow_schema, spark_schema
 from resolver.stitch import stitch
@@ -49,65 +58,90 @@ _PARSED_SCHEMA = T.StructType(
 _BATCH_ROWS = 4096
 
 
-def _parse_files(files: list[str], fmt: Format) -> Any:
-    """The function each Spark task runs: file indexes in, parsed rows (as Arrow batches) out."""
+def _rows_of(fh: BinaryIO, path: str, index: int, fmt: Format) -> Iterator[dict[str, Any]]:
+    """One file's parsed rows, read from ``fh`` line by line."""
+    counts: dict[str, int] = {}
+    for item in read_lines(fh, path, fmt):
+        if isinstance(item, Event):
+            row = item.row  # ours to extend: no copy per event
+            row["kind"], row["file_index"] = "event", index
+            yield row
+        elif isinstance(item, Quarantined):
+            yield {
+                "kind": "quarantine",
+                "file_index": index,
+                "source_file": path,
+                "source_line": item.line,
+                "reason": item.reason,
+                "raw": item.raw,
+                "raw_bytes": item.raw_bytes,
+            }
+        elif isinstance(item, Fragment):
+            row = item.row or {"source_file": path, "source_line": item.line}
+            yield {
+                **row,
+                "kind": "fragment",
+                "file_index": index,
+                "role": item.role,
+                "raw": item.raw,
+                "commit_lsn": item.commit_lsn,
+            }
+        elif isinstance(item, Count):
+            counts[item.name] = counts.get(item.name, 0) + item.value
+    for name, value in counts.items():
+        yield {"kind": "count", "file_index": index, "count_name": name, "count_value": value}
+
+
+def _as_batches(rows: Iterator[dict[str, Any]]) -> Iterator[pa.RecordBatch]:
+    """Parsed rows as Arrow batches of ``_BATCH_ROWS``."""
     schema = arrow_schema(_PARSED_SCHEMA)
-
-    def rows_of(index: int) -> Iterator[dict[str, Any]]:
-        path = files[index]
-        counts: dict[str, int] = {}
-        with open(path, "rb") as fh:
-            for item in read_lines(fh, path, fmt):
-                if isinstance(item, Event):
-                    row = item.row  # ours to extend: no copy per event
-                    row["kind"], row["file_index"] = "event", index
-                    yield row
-                elif isinstance(item, Quarantined):
-                    yield {
-                        "kind": "quarantine",
-                        "file_index": index,
-                        "source_file": path,
-                        "source_line": item.line,
-                        "reason": item.reason,
-                        "raw": item.raw,
-                        "raw_bytes": item.raw_bytes,
-                    }
-                elif isinstance(item, Fragment):
-                    row = item.row or {"source_file": path, "source_line": item.line}
-                    yield {
-                        **row,
-                        "kind": "fragment",
-                        "file_index": index,
-                        "role": item.role,
-                        "raw": item.raw,
-                        "commit_lsn": item.commit_lsn,
-                    }
-                elif isinstance(item, Count):
-                    counts[item.name] = counts.get(item.name, 0) + item.value
-        for name, value in counts.items():
-            yield {"kind": "count", "file_index": index, "count_name": name, "count_value": value}
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        # The rows are acyclic: the cyclic garbage collector only rescans the batch buffer over and over
-        # (measured: ~20% of the task). Reference counting frees everything; collect once at the end.
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            buf: list[dict[str, Any]] = []
-            for batch in batches:
-                for index in batch.column(0).to_pylist():
-                    for row in rows_of(index):
-                        buf.append(row)
-                        if len(buf) >= _BATCH_ROWS:
-                            yield pa.RecordBatch.from_pylist(buf, schema=schema)
-                            buf = []
-            if buf:
+    # The rows are acyclic: the cyclic garbage collector only rescans the batch buffer over and over
+    # (measured: ~20% of the task). Reference counting frees everything; collect once at the end.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        buf: list[dict[str, Any]] = []
+        for row in rows:
+            buf.append(row)
+            if len(buf) >= _BATCH_ROWS:
                 yield pa.RecordBatch.from_pylist(buf, schema=schema)
-        finally:
-            if gc_was_enabled:
-                gc.enable()
+                buf = []
+        if buf:
+            yield pa.RecordBatch.from_pylist(buf, schema=schema)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
 
-    return run
+
+def _parse_files(files: list[str], fmt: Format) -> Any:
+    """What each Spark task runs for local files: file indexes in, parsed rows (Arrow batches) out; each
+    file is opened and streamed by the task (no size bound)."""
+
+    def rows(batches: Iterator[pa.RecordBatch]) -> Iterator[dict[str, Any]]:
+        for batch in batches:
+            for index in batch.column(0).to_pylist():
+                with open(files[index], "rb") as fh:
+                    yield from _rows_of(fh, files[index], index, fmt)
+
+    return lambda batches: _as_batches(rows(batches))
+
+
+def _parse_contents(files: list[str], fmt: Format) -> Any:
+    """What each Spark task runs for files of Spark's file systems: ``(path, content)`` rows of the
+    ``binaryFile`` source in, parsed rows out; a file's content is one value (at most 2 GiB)."""
+    index_of = {f: i for i, f in enumerate(files)}
+
+    def rows(batches: Iterator[pa.RecordBatch]) -> Iterator[dict[str, Any]]:
+        for batch in batches:
+            paths, contents = batch.column(0), batch.column(1)
+            for i in range(batch.num_rows):
+                path = paths[i].as_py()
+                if path not in index_of:  # a name Spark spells differently from the listing: never skip it
+                    raise RuntimeError(f"read {path!r}, which is not among the batch's files {files[:3]}…")
+                content = contents[i].as_py()
+                yield from _rows_of(io.BytesIO(content), path, index_of[path], fmt)
+
+    return lambda batches: _as_batches(rows(batches))
 
 
 class ParsedBatch:
@@ -219,13 +253,18 @@ def read_wal2json(
         print(batch.counts()["events"], "events,", batch.counts()["quarantined"], "quarantined")
         batch.unpersist()
     """
-    files = list_files(paths)
-    fmt = resolve_format(files, fmt)
-    n = len(files)
-    slices = max(1, min(n, spark.sparkContext.defaultParallelism * 4))
-    index = spark.range(0, n, 1, slices).select(F.col("id").cast("int").alias("file_index"))
-    parsed = index.mapInArrow(_parse_files(files, fmt), _PARSED_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
-    return ParsedBatch(files, fmt, parsed, open_start, open_end)
+    fs, files, fmt = input_of(spark, paths, fmt)
+    if fs is LOCAL:
+        n = len(files)
+        slices = max(1, min(n, spark.sparkContext.defaultParallelism * 4))
+        index = spark.range(0, n, 1, slices).select(F.col("id").cast("int").alias("file_index"))
+        parsed = index.mapInArrow(_parse_files(files, fmt), _PARSED_SCHEMA)
+    else:
+        # paths are globs to Spark's file sources: their glob characters are escaped
+        literal = [re.sub(r"([\\{}\[\]*?])", r"\\\1", f) for f in files]
+        contents = spark.read.format("binaryFile").load(literal).select("path", "content")
+        parsed = contents.mapInArrow(_parse_contents(files, fmt), _PARSED_SCHEMA)
+    return ParsedBatch(files, fmt, parsed.persist(StorageLevel.MEMORY_AND_DISK), open_start, open_end)
 
 
 def _event_cols() -> list[Column]:

@@ -12,14 +12,13 @@ from typing import BinaryIO, NamedTuple
 from resolver.models import Format
 from resolver.wal2json_record import too_deep
 
-__all__ = ["DETECT_LINES", "FileHead", "detect_format", "file_head"]
+__all__ = ["DETECT_LINES", "HEAD_LIMIT", "FileHead", "detect_format", "file_head", "stream_head"]
 
 
 DETECT_LINES = 20
 """How many non-blank lines of a file's head ``detect_format`` looks through for a recognisable record (so a
 corrupt first line, or the body of a transaction begun in an earlier file, does not decide)."""
 _HEAD_BYTES = 64 * 1024  # of one line: a v1 transaction on one line can be huge, its start tells
-_HEAD_LIMIT = 1 << 20  # read at most this much of a file's head
 _V2_START = re.compile(rb'\{\s*"action"\s*:')  # wal2json prints "action" first
 _V1_START = re.compile(  # the keys wal2json prints before "change", in its order
     rb'\{\s*(?:"(?:xid|nextlsn|timestamp|origin)"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,\s*)*"change"\s*:\s*\['
@@ -70,27 +69,36 @@ class FileHead(NamedTuple):
     first: bytes | None
 
 
+HEAD_LIMIT = 1 << 20
+"""The most of a file's head ``stream_head`` reads (a file system that cannot stream it reads this much)."""
+
+
 def file_head(path: str) -> FileHead:
-    """Read the head of a file, only as far as its first recognisable record (see ``detect_format``)."""
+    """Read the head of a local file, only as far as its first recognisable record (see ``detect_format``)."""
     with open(path, "rb") as fh:
-        heads = _line_heads(fh)
-        first = next((h for h in heads if h.strip()), None)
-        if first is None:
-            return FileHead(None, None)
-        return FileHead(detect_format(chain([first], heads)), first.strip()[:200])
+        return stream_head(fh)
+
+
+def stream_head(fh: BinaryIO) -> FileHead:
+    """``file_head`` of an open binary stream (a local file, or the head of a file read elsewhere)."""
+    heads = _line_heads(fh)
+    first = next((h for h in heads if h.strip()), None)
+    if first is None:
+        return FileHead(None, None)
+    return FileHead(detect_format(chain([first], heads)), first.strip()[:200])
 
 
 def _line_heads(fh: BinaryIO) -> Iterator[bytes]:
     """The lines of ``fh``, each cut to its first ``_HEAD_BYTES`` (the rest skipped only if the next line is
-    wanted), until ``_HEAD_LIMIT`` bytes were read."""
+    wanted), until ``HEAD_LIMIT`` bytes were read."""
     read = 0
-    while read < _HEAD_LIMIT:
+    while read < HEAD_LIMIT:
         line = fh.readline(_HEAD_BYTES)
         if not line:
             return
         read += len(line)
         yield line
-        while not line.endswith(b"\n") and read < _HEAD_LIMIT:
+        while not line.endswith(b"\n") and read < HEAD_LIMIT:
             line = fh.readline(_HEAD_BYTES)
             if not line:
                 return
