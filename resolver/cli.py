@@ -201,7 +201,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _ingest(args: argparse.Namespace) -> int:
     from resolver.bronze import ingest
-    from resolver.input_files import is_uri, list_files, resolve_format
+    from resolver.input_files import list_files, resolve_format
+    from resolver.paths import is_uri
     from resolver.session import local_session
 
     remote = any(is_uri(f) for f in args.files)  # listed through Spark's file systems, once it runs
@@ -231,7 +232,7 @@ def _ingest(args: argparse.Namespace) -> int:
     )
     from resolver.lock import lake_lock, session_pids
 
-    with lake_lock(args.lake, f"ingest-{os.getpid()}", helper_pids=session_pids(spark)):
+    with lake_lock(args.lake, f"ingest-{os.getpid()}", helper_pids=session_pids(spark), spark=spark):
         summary = ingest(spark, files, args.lake, fmt, schemas, policies)
     if args.json:
         print(summary.model_dump_json(indent=2))

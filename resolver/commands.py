@@ -219,7 +219,9 @@ def _optimize(args: argparse.Namespace) -> int:
     started = time.monotonic()
     print(f"resolver: optimizing {len(tables)} Delta table(s) of {args.lake}", file=sys.stderr)
     spark = _session(args)
-    with lake_lock(args.lake, f"optimize-{os.getpid()}", args.wait, helper_pids=session_pids(spark)):
+    with lake_lock(
+        args.lake, f"optimize-{os.getpid()}", args.wait, helper_pids=session_pids(spark), spark=spark
+    ):
         done = optimize(spark, args.lake, tables)
     header = ["table", "layout", "by", "files before", "removed", "added", "files after"]
     lines = [
@@ -261,7 +263,9 @@ def _vacuum(args: argparse.Namespace) -> int:
     lock = (
         nullcontext()
         if args.dry_run
-        else lake_lock(args.lake, f"vacuum-{os.getpid()}", args.wait, helper_pids=session_pids(spark))
+        else lake_lock(
+            args.lake, f"vacuum-{os.getpid()}", args.wait, helper_pids=session_pids(spark), spark=spark
+        )
     )
     with lock:
         done = vacuum(spark, args.lake, args.retain_hours, tables, args.dry_run, args.force)

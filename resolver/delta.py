@@ -7,7 +7,6 @@ folder of a source table: ``resolver.lake``).
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterable
 
@@ -17,6 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from resolver import sql
+from resolver.paths import join_inside
 
 __all__ = [
     "BRONZE",
@@ -27,6 +27,7 @@ __all__ = [
     "append_counted",
     "ensure_table",
     "insert_new",
+    "is_table",
     "version",
     "properties_and_size",
     "properties_for_names",
@@ -65,7 +66,9 @@ def properties_for_names(names: Iterable[str]) -> dict[str, str]:
 
 
 def table_path(lake: str, name: str) -> str:
-    return os.path.join(os.path.abspath(lake), name)
+    """A table of the lake by its path relative to the lake (``bronze/change_events``): an absolute path,
+    or a URI for a lake named by one."""
+    return join_inside(lake, *name.split("/"))
 
 
 def ensure_table(
@@ -121,6 +124,11 @@ def append_counted(table: DeltaTable, path: str, rows: DataFrame) -> tuple[dict[
     version = append(table, path, rows.observe(observed, F.count(F.lit(1)).alias("n")))
     written = int(observed.get["n"])
     return ({"numTargetRowsInserted": written} if written else {}), version
+
+
+def is_table(spark: SparkSession, path: str) -> bool:
+    """Whether a Delta table is at ``path`` (a path or a URI)."""
+    return bool(DeltaTable.isDeltaTable(spark, path))
 
 
 def version(table: DeltaTable) -> int:

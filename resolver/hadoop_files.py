@@ -15,8 +15,9 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from resolver.input_files import LOCAL, FileSystem, head_of, is_uri, list_files, resolve_format
+from resolver.input_files import LOCAL, FileSystem, head_of, list_files, resolve_format
 from resolver.models import Format
+from resolver.paths import is_uri
 from resolver.wal2json_detect import HEAD_LIMIT, FileHead
 
 __all__ = ["HadoopFiles", "files_for", "input_of"]

@@ -5,16 +5,15 @@ The format is given or detected: ``resolve_format`` reads the head of each file 
 recognisable record) and refuses, with one line naming the file, a file of neither format, a batch that
 mixes the two, or a file that is not the format given.
 
-Where the files are is a ``FileSystem``: ``LOCAL`` (this machine's files, for plain paths) here, and Spark's
-Hadoop file systems for URIs (``resolver.hadoop_files``, which needs a SparkSession). ``is_uri`` tells which
-a path asks for.
+Where the files are is a ``FileSystem``: ``LOCAL`` (this machine's files, for plain paths) here, and
+Spark's Hadoop file systems for URIs (``resolver.hadoop_files``, which needs a SparkSession);
+``resolver.paths.is_uri`` tells which a path asks for.
 """
 
 from __future__ import annotations
 
 import io
 import os
-import re
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -22,15 +21,7 @@ from resolver.errors import ConfigError
 from resolver.models import Format
 from resolver.wal2json_detect import HEAD_LIMIT, FileHead, stream_head
 
-__all__ = ["LOCAL", "FileSystem", "LocalFiles", "head_of", "is_uri", "list_files", "resolve_format"]
-
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
-
-
-def is_uri(path: str) -> bool:
-    """Whether ``path`` names its file system (``s3a://…``, ``abfss://…``, ``file:/…``): a URI, read through
-    Spark's Hadoop file systems. A plain path (``landing/0001.json``, ``/data/x``) is not."""
-    return bool(_SCHEME.match(path)) and not re.match(r"^[A-Za-z]:[\\/]", path)  # C:\ is a path
+__all__ = ["LOCAL", "FileSystem", "LocalFiles", "head_of", "list_files", "resolve_format"]
 
 
 class FileSystem(Protocol):

@@ -24,6 +24,7 @@ import os
 import re
 
 from resolver.names import qualified, split_qualified
+from resolver.paths import join_inside
 
 __all__ = [
     "APPLIED_PROPERTY",
@@ -118,12 +119,9 @@ def table_of(name: str) -> str | None:
 
 
 def inside(lake: str, *parts: str) -> str:
-    """``lake/parts…`` as an absolute path, refused unless it lies strictly inside the lake."""
-    root = os.path.abspath(lake)
-    path = os.path.abspath(os.path.join(root, *parts))
-    if os.path.commonpath([root, path]) != root or path == root:
-        raise ValueError(f"{path!r} is not inside the lake {root!r}")
-    return path
+    """``lake/parts…`` as an absolute path or a URI (``resolver.paths``), refused unless it lies strictly
+    inside the lake."""
+    return join_inside(lake, *parts)
 
 
 def snapshot_path(lake: str, table: str) -> str:

@@ -4,8 +4,9 @@ The lock is a file created with ``O_CREAT | O_EXCL`` (atomic on local and networ
 holding who took it: run id, host, process id and time. A second run finds it and either waits
 (``wait_seconds``) or stops at once with ``LakeBusy``, naming the holder. A lock left by a process that is
 gone (same host, neither its process nor its Spark driver JVM alive: a crash or a kill) is taken over
-with a warning, so a crashed run never blocks the next one. On object stores (S3, ADLS), where the file
-cannot be created atomically, run one scheduler job per lake instead (docs/pipelines.md).
+with a warning, so a crashed run never blocks the next one. A lake named by a URI (S3, ADLS, GCS), where a
+file cannot be created atomically, keeps its lock in a one-row Delta table instead, taken by a
+compare-and-swap commit (``resolver.table_lock``).
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from resolver.errors import ResolverError
+from resolver.paths import is_uri
 
 __all__ = ["LakeBusy", "lake_lock", "lock_path", "session_pids"]
 
@@ -35,6 +37,17 @@ def lock_path(lake: str) -> str:
     return os.path.join(os.path.abspath(lake), "_resolver", "run.lock")
 
 
+class _Lock(Protocol):
+    """Where a lake's lock is kept: the lock file (``_FileLock``) or the lock table (``TableLock``)."""
+
+    clear_hint: str
+
+    def take(self, me: dict[str, Any]) -> bool: ...
+    def holder(self) -> dict[str, Any] | None: ...
+    def take_over(self, was: dict[str, Any], me: dict[str, Any]) -> bool: ...
+    def release(self, me: dict[str, Any]) -> None: ...
+
+
 @contextmanager
 def lake_lock(
     lake: str,
@@ -42,13 +55,22 @@ def lake_lock(
     wait_seconds: float = 0.0,
     poll_seconds: float = 0.5,
     helper_pids: tuple[int, ...] = (),
+    spark: Any = None,
 ) -> Iterator[None]:
     """Hold the lake's lock for the ``with`` block. Raises ``LakeBusy`` when another live run holds it
     for longer than ``wait_seconds``. ``helper_pids`` are other processes that write for this one (the
     Spark driver JVM of a local session): the lock is stale only when they are gone too, since a JVM
-    outlives its killed Python process by a few seconds and may still commit a MERGE it had begun."""
-    path = lock_path(lake)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    outlives its killed Python process by a few seconds and may still commit a MERGE it had begun. A lake
+    named by a URI keeps its lock in a Delta table (``resolver.table_lock``), which needs ``spark``."""
+    lock: _Lock
+    if is_uri(lake):
+        if spark is None:
+            raise ValueError(f"the lock of lake {lake} is a Delta table: pass the SparkSession")
+        from resolver.table_lock import TableLock
+
+        lock = TableLock(spark, lake)
+    else:
+        lock = _FileLock(lock_path(lake))
     mine = {
         "run_id": run_id,
         "host": socket.gethostname(),
@@ -57,17 +79,18 @@ def lake_lock(
         "since": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     deadline = time.monotonic() + wait_seconds
-    while not _create(path, mine):
-        holder = _read(path)
+    while not lock.take(mine):
+        holder = lock.holder()
         if holder is not None and _dead(holder):
             log.warning(
                 "taking over the lock of run %s (process %s on %s is gone): %s",
                 holder.get("run_id"),
                 holder.get("pid"),
                 holder.get("host"),
-                path,
+                lake,
             )
-            _remove_if(path, holder)
+            if lock.take_over(holder, mine):
+                break
             continue
         if time.monotonic() >= deadline:
             who = (
@@ -79,13 +102,35 @@ def lake_lock(
             waited = f" after waiting {wait_seconds:g} s" if wait_seconds else ""
             raise LakeBusy(
                 f"lake {lake} is being written by {who}{waited}; expected no other run (pass --wait SECONDS "
-                f"to wait for it, or remove {path} if that process is gone)"
+                f"to wait for it, or {lock.clear_hint} if that process is gone)"
             )
         time.sleep(poll_seconds)
     try:
         yield
     finally:
-        _remove_if(path, mine)
+        lock.release(mine)
+
+
+class _FileLock:
+    """The lock file of a lake on a local or network POSIX file system, created with ``O_EXCL``."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.clear_hint = f"remove {path}"
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+
+    def take(self, me: dict[str, Any]) -> bool:
+        return _create(self.path, me)
+
+    def holder(self) -> dict[str, Any] | None:
+        return _read(self.path)
+
+    def take_over(self, was: dict[str, Any], me: dict[str, Any]) -> bool:
+        _remove_if(self.path, was)
+        return False  # the loop takes it like a free lock (or finds a faster run has)
+
+    def release(self, me: dict[str, Any]) -> None:
+        _remove_if(self.path, me)
 
 
 def _create(path: str, content: dict[str, Any]) -> bool:

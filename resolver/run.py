@@ -76,7 +76,7 @@ def run_pipeline(spark: SparkSession, pipeline: Pipeline | str, *, wait_seconds:
     schemas = load_schemas(pipeline.schemas) if pipeline.schemas else None
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
     lake = pipeline.lake
-    with lake_lock(lake, run_id, wait_seconds, helper_pids=session_pids(spark)):
+    with lake_lock(lake, run_id, wait_seconds, helper_pids=session_pids(spark), spark=spark):
         files = pipeline.source_files()
         stats = {f: _stat(f) for f in files}
         applied = _read_ledger(spark, lake)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -34,11 +35,15 @@ _DEFAULTS = {
 }
 
 
-def local_session(app_name: str = "resolver", master: str = "local[2]", **conf: str) -> SparkSession:
+def local_session(
+    app_name: str = "resolver", master: str = "local[2]", packages: Sequence[str] = (), **conf: str
+) -> SparkSession:
     """Get or create a local SparkSession with Delta Lake, UTC time zone and small-machine defaults.
 
-    Delta's jars are resolved from Maven Central by ``configure_spark_with_delta_pip`` (cached in ~/.ivy2).
-    Keyword arguments override settings, with dots written as ``__``: ``spark__sql__shuffle__partitions="8"``.
+    Delta's jars are resolved from Maven Central by ``configure_spark_with_delta_pip`` (cached in ~/.ivy2),
+    with any other ``packages`` (Maven coordinates, e.g. ``org.apache.hadoop:hadoop-aws:3.4.1`` for
+    ``s3a://``). Keyword arguments override settings, with dots written as ``__``:
+    ``spark__sql__shuffle__partitions="8"``.
 
     Example::
 
@@ -61,6 +66,6 @@ def local_session(app_name: str = "resolver", master: str = "local[2]", **conf: 
     settings.update({k.replace("__", "."): v for k, v in conf.items()})
     for key, value in settings.items():
         builder = builder.config(key, value)
-    session = configure_spark_with_delta_pip(builder).getOrCreate()
+    session = configure_spark_with_delta_pip(builder, list(packages)).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session

@@ -15,7 +15,8 @@ from pyspark.sql import SparkSession
 from resolver.cli import main
 from resolver.errors import ConfigError
 from resolver.hadoop_files import HadoopFiles, files_for
-from resolver.input_files import LOCAL, is_uri
+from resolver.input_files import LOCAL
+from resolver.paths import is_uri
 from resolver.read import read_wal2json
 from tests.samplelake import sample_lake_problems
 

@@ -22,6 +22,7 @@ PURE = [
     "resolver.drops",
     "resolver.tablemeta",
     "resolver.input_files",
+    "resolver.paths",
     "resolver.lake_tables",
     "resolver.printing",
     "resolver.commands",
