@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 
 from resolver.errors import ResolverError
 from resolver.models import Format
+from resolver.spark_options import add_spark_arguments, session
 
 __all__ = ["main"]
 
@@ -72,9 +73,7 @@ def _add_ingest(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     ingest.add_argument("--schemas", metavar="DIR", help="folder of per-table schema YAML files (optional)")
     ingest.add_argument("--json", action="store_true", help="print the summary as JSON (stdout)")
     _policy_arguments(ingest)
-    ingest.add_argument(
-        "--master", default="local[2]", help="Spark master for the local session (default local[2])"
-    )
+    add_spark_arguments(ingest)
 
 
 def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -100,9 +99,7 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--wait", type=float, default=0.0, metavar="SECONDS", help="wait this long for another run's lock"
     )
     run.add_argument("--quiet", action="store_true", help="no progress lines, only warnings and errors")
-    run.add_argument(
-        "--master", default="local[2]", help="Spark master for the local session (default local[2])"
-    )
+    add_spark_arguments(run)
 
 
 def _add_schemas(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -203,7 +200,6 @@ def _ingest(args: argparse.Namespace) -> int:
     from resolver.bronze import ingest
     from resolver.input_files import list_files, resolve_format
     from resolver.paths import is_uri
-    from resolver.session import local_session
 
     remote = any(is_uri(f) for f in args.files)  # listed through Spark's file systems, once it runs
     if not remote:  # fail fast on bad input or schema files, before starting Spark
@@ -216,7 +212,7 @@ def _ingest(args: argparse.Namespace) -> int:
         schemas = load_schemas(args.schemas)
         print(f"resolver: {len(schemas)} table schema file(s) valid in {args.schemas}", file=sys.stderr)
     started = time.monotonic()
-    spark = local_session(master=args.master)
+    spark = session(args)
     if remote:
         from resolver.hadoop_files import input_of
 
@@ -258,9 +254,8 @@ def _run(args: argparse.Namespace) -> int:
 
         load_schemas(pipeline.schemas)
     from resolver.run import run_pipeline
-    from resolver.session import local_session
 
-    spark = local_session(master=args.master)
+    spark = session(args)
     summary = run_pipeline(spark, pipeline, wait_seconds=args.wait)
     if args.json:
         print(summary.model_dump_json(indent=2))

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from resolver import sql
 from resolver.errors import ConfigError
 from resolver.printing import csv_ready, render, text_rows
+from resolver.spark_options import add_spark_arguments, session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -71,7 +72,7 @@ def _add_as_of(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     as_of.add_argument(
         "--limit", type=_count, default=20, metavar="N", help="rows to print, ordered by key (default 20)"
     )
-    _master(as_of)
+    add_spark_arguments(as_of)
 
 
 def _add_optimize(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -90,7 +91,7 @@ def _add_optimize(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     optimize.add_argument("--lake", required=True, metavar="DIR", help="lake folder")
     _tables(optimize)
     _wait(optimize)
-    _master(optimize)
+    add_spark_arguments(optimize)
 
 
 def _add_vacuum(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -121,7 +122,7 @@ def _add_vacuum(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     _tables(vacuum)
     _wait(vacuum)
-    _master(vacuum)
+    add_spark_arguments(vacuum)
 
 
 def _count(text: str) -> int:
@@ -129,12 +130,6 @@ def _count(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"found {value}, expected 0 or more")
     return value
-
-
-def _master(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--master", default="local[2]", help="Spark master for the local session (default local[2])"
-    )
 
 
 def _tables(parser: argparse.ArgumentParser) -> None:
@@ -156,12 +151,6 @@ def _wait(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _session(args: argparse.Namespace) -> SparkSession:
-    from resolver.session import local_session
-
-    return local_session(master=args.master)
-
-
 def _as_of(args: argparse.Namespace) -> int:
     from resolver.timetravel import as_of, history_table, point
 
@@ -177,7 +166,7 @@ def _as_of(args: argparse.Namespace) -> int:
         )
     started = time.monotonic()
     print(f"resolver: {args.table} as of {at} from {path}", file=sys.stderr)
-    spark = _session(args)
+    spark = session(args)
     rows = as_of(spark, args.lake, args.table, time=at.time, lsn=at.lsn)
     total = rows.count()
     if args.out is not None:
@@ -218,7 +207,7 @@ def _optimize(args: argparse.Namespace) -> int:
     tables = select_tables(args.lake, args.tables)  # before Spark starts
     started = time.monotonic()
     print(f"resolver: optimizing {len(tables)} Delta table(s) of {args.lake}", file=sys.stderr)
-    spark = _session(args)
+    spark = session(args)
     with lake_lock(
         args.lake, f"optimize-{os.getpid()}", args.wait, helper_pids=session_pids(spark), spark=spark
     ):
@@ -259,7 +248,7 @@ def _vacuum(args: argparse.Namespace) -> int:
         f"resolver: {what} {len(tables)} Delta table(s) of {args.lake}, keeping {args.retain_hours:g} hours",
         file=sys.stderr,
     )
-    spark = _session(args)
+    spark = session(args)
     lock = (
         nullcontext()
         if args.dry_run

@@ -15,12 +15,13 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from resolver.input_files import LOCAL, FileSystem, head_of, list_files, resolve_format
+from resolver.errors import ConfigError
+from resolver.input_files import LOCAL, FileSystem, head_of, list_files, local_listing, resolve_format
 from resolver.models import Format
 from resolver.paths import is_uri
 from resolver.wal2json_detect import HEAD_LIMIT, FileHead
 
-__all__ = ["HadoopFiles", "files_for", "input_of"]
+__all__ = ["HadoopFiles", "files_for", "input_of", "source_listing"]
 
 
 class HadoopFiles:
@@ -50,6 +51,28 @@ class HadoopFiles:
                 found.append((name, str(child.getPath().toString())))
         return [uri for _, uri in sorted(found)]
 
+    def listing(self, pattern: str) -> dict[str, tuple[int, int]] | None:
+        """The visible files of a folder or a glob, in name order, with their size and modification time
+        (nanoseconds); None when ``pattern`` is neither an existing folder nor a glob."""
+        fs, p = self._fs(pattern)
+        if fs.exists(p) and fs.getFileStatus(p).isDirectory():
+            statuses = list(fs.listStatus(p))
+        else:
+            statuses = list(fs.globStatus(p) or [])
+            if not statuses and not any(c in pattern for c in "*?[{"):
+                return None
+        found = sorted(
+            (
+                str(s.getPath().getName()),
+                str(s.getPath().toString()),
+                int(s.getLen()),
+                int(s.getModificationTime()),
+            )
+            for s in statuses
+            if s.isFile() and not str(s.getPath().getName()).startswith((".", "_"))
+        )
+        return {uri: (size, millis * 1_000_000) for _, uri, size, millis in found}
+
     def head(self, path: str) -> FileHead:
         fs, p = self._fs(path)
         stream = fs.open(p)
@@ -77,3 +100,19 @@ def input_of(
     fs = files_for(spark, paths)
     files = list_files(paths, fs)
     return fs, files, resolve_format(files, fmt, fs)
+
+
+def source_listing(spark: SparkSession, pattern: str) -> tuple[FileSystem, dict[str, tuple[int, int]]]:
+    """A pipeline source's files (a folder or a glob), in name order, with (size, modification time in
+    nanoseconds), and the file system they are read through; ``ConfigError`` when there is no such folder
+    and ``pattern`` is not a glob."""
+    fs = files_for(spark, [pattern])
+    if isinstance(fs, HadoopFiles):
+        found = fs.listing(pattern)
+    else:
+        found = local_listing(pattern)
+    if found is None:
+        raise ConfigError(
+            f"source path {pattern!r} not found (expected a folder of wal2json files or a glob)"
+        )
+    return fs, found

@@ -12,6 +12,7 @@ Spark's Hadoop file systems for URIs (``resolver.hadoop_files``, which needs a S
 
 from __future__ import annotations
 
+import glob
 import io
 import os
 from collections.abc import Sequence
@@ -21,7 +22,7 @@ from resolver.errors import ConfigError
 from resolver.models import Format
 from resolver.wal2json_detect import HEAD_LIMIT, FileHead, stream_head
 
-__all__ = ["LOCAL", "FileSystem", "LocalFiles", "head_of", "list_files", "resolve_format"]
+__all__ = ["LOCAL", "FileSystem", "LocalFiles", "head_of", "list_files", "local_listing", "resolve_format"]
 
 
 class FileSystem(Protocol):
@@ -53,6 +54,23 @@ class LocalFiles:
 
 
 LOCAL = LocalFiles()
+
+
+def local_listing(pattern: str) -> dict[str, tuple[int, int]] | None:
+    """The visible files of a local folder or glob, in name order (absolute paths), with their size and
+    modification time in nanoseconds; None when ``pattern`` is neither an existing folder nor a glob."""
+    if os.path.isdir(pattern):
+        found = [os.path.join(pattern, n) for n in sorted(os.listdir(pattern))]
+    else:
+        found = sorted(glob.glob(pattern))
+        if not found and not glob.has_magic(pattern):
+            return None
+    out = {}
+    for f in found:
+        if os.path.isfile(f) and not os.path.basename(f).startswith((".", "_")):
+            st = os.stat(f)
+            out[os.path.abspath(f)] = (st.st_size, st.st_mtime_ns)
+    return out
 
 
 def head_of(data: bytes) -> FileHead:

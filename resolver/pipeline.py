@@ -30,7 +30,6 @@ expected, with a "did you mean" for misspelt keys. This module does not import S
 from __future__ import annotations
 
 import fnmatch
-import glob
 import os
 from enum import StrEnum
 from pathlib import Path
@@ -38,7 +37,9 @@ from pathlib import Path
 from pydantic import BaseModel, Field, field_validator
 
 from resolver.errors import ConfigError
+from resolver.input_files import local_listing
 from resolver.models import Format, ResolverModel
+from resolver.paths import is_uri
 from resolver.policy import Policies
 from resolver.yamlconfig import parse_yaml
 
@@ -132,19 +133,14 @@ class Pipeline(ResolverModel):
         return out
 
     def source_files(self) -> list[str]:
-        """The source's files, in name order (hidden files and names starting with '_' left out)."""
-        path = self.source.path
-        if os.path.isdir(path):
-            names = sorted(n for n in os.listdir(path) if not n.startswith((".", "_")))
-            found = [os.path.join(path, n) for n in names]
-        else:
-            found = sorted(glob.glob(path))
-            found = [f for f in found if not os.path.basename(f).startswith((".", "_"))]
-            if not found and not glob.has_magic(path):
-                raise ConfigError(
-                    f"source path {path!r} not found (expected a folder of wal2json files or a glob)"
-                )
-        return [os.path.abspath(f) for f in found if os.path.isfile(f)]
+        """The source's local files, in name order (hidden files and names starting with '_' left out;
+        ``resolver.run`` lists a source named by a URI through Spark's file systems)."""
+        found = local_listing(self.source.path)
+        if found is None:
+            raise ConfigError(
+                f"source path {self.source.path!r} not found (expected a folder of wal2json files or a glob)"
+            )
+        return list(found)
 
 
 def parse_pipeline(text: str, source: str = "<pipeline>", base: str | Path = ".") -> Pipeline:
@@ -158,7 +154,7 @@ def parse_pipeline(text: str, source: str = "<pipeline>", base: str | Path = "."
     )
 
     def resolve(p: str) -> str:
-        return p if os.path.isabs(p) or "://" in p else os.path.normpath(os.path.join(base, p))
+        return p if os.path.isabs(p) or is_uri(p) else os.path.normpath(os.path.join(base, p))
 
     return pipeline.model_copy(
         update={

@@ -21,7 +21,6 @@ The format is the pipeline's ``source.format``, or the one the new files and tho
 from __future__ import annotations
 
 import logging
-import os
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -32,6 +31,7 @@ from pyspark.sql import types as T
 
 from resolver import delta
 from resolver.bronze import ingest
+from resolver.hadoop_files import source_listing
 from resolver.input_files import resolve_format
 from resolver.lock import lake_lock, session_pids
 from resolver.models import Format, IngestSummary, RunSummary, TableSummary
@@ -77,8 +77,8 @@ def run_pipeline(spark: SparkSession, pipeline: Pipeline | str, *, wait_seconds:
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
     lake = pipeline.lake
     with lake_lock(lake, run_id, wait_seconds, helper_pids=session_pids(spark), spark=spark):
-        files = pipeline.source_files()
-        stats = {f: _stat(f) for f in files}
+        fs, stats = source_listing(spark, pipeline.source.path)
+        files = list(stats)
         applied = _read_ledger(spark, lake)
         todo = [f for f in files if applied.get(f) != stats[f]]
         for f in todo:
@@ -87,7 +87,7 @@ def run_pipeline(spark: SparkSession, pipeline: Pipeline | str, *, wait_seconds:
         size = pipeline.max_files_per_batch
         chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
         neighbours = [f for chunk in chunks for f in _neighbours(files, chunk) if f is not None]
-        fmt = resolve_format(todo + neighbours, pipeline.source.format)  # no files: nothing read
+        fmt = resolve_format(todo + neighbours, pipeline.source.format, fs)  # no files: nothing read
         log.info(
             "run %s: %d file(s) in %s (%s), %d new, %d batch(es)",
             run_id,
@@ -147,7 +147,7 @@ def _batch(
     """Ingest one batch, with the neighbouring files of a format-2 stream (see the module docstring)."""
     before, after = _neighbours(files, chunk) if fmt is Format.WAL2JSON_V2 else (None, None)
     read = [f for f in (before, *chunk, after) if f is not None]
-    names = f"{os.path.basename(chunk[0])}" + (f" .. {os.path.basename(chunk[-1])}" if len(chunk) > 1 else "")
+    names = f"{_name(chunk[0])}" + (f" .. {_name(chunk[-1])}" if len(chunk) > 1 else "")
     log.info(
         "%s: %d file(s) (%s)%s", label, len(chunk), names, " with their neighbours" if before or after else ""
     )
@@ -185,9 +185,8 @@ def _batch(
     return result
 
 
-def _stat(path: str) -> tuple[int, int]:
-    st = os.stat(path)
-    return st.st_size, st.st_mtime_ns
+def _name(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
 
 
 def _read_ledger(spark: SparkSession, lake: str) -> dict[str, tuple[int, int]]:

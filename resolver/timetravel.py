@@ -21,10 +21,11 @@ from datetime import UTC, datetime, timedelta
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from resolver import sql
+from resolver import delta, sql
 from resolver.errors import ConfigError
 from resolver.lake import HISTORY, history_path, silver_tables, snapshot_path
 from resolver.names import TableName
+from resolver.paths import is_uri
 from resolver.wal2json import format_lsn, parse_lsn
 
 __all__ = ["Point", "as_of", "history_table", "history_tables", "point"]
@@ -113,11 +114,15 @@ def history_tables(lake: str) -> list[str]:
     return sorted(table for name, table in silver_tables(lake).items() if name.endswith(HISTORY))
 
 
-def history_table(lake: str, table: str) -> str:
+def history_table(lake: str, table: str, spark: SparkSession | None = None) -> str:
     """The path of ``table``'s history table in ``lake``; ``ConfigError`` (one line, with the lake's tables
     and a "did you mean") when there is none. ``table`` is named as PostgreSQL does (``public."Mixed Case"``).
-    Looks at the file system only (no Spark)."""
+    Looks at the file system only (no Spark), except for a lake named by a URI, which ``spark`` looks in."""
     path = history_path(lake, TableName(table))
+    if is_uri(lake):
+        if spark is None or delta.is_table(spark, path):
+            return path  # checked once Spark runs
+        raise ConfigError(f"table {table}: no history table at {path}, expected a lake written by resolver")
     if os.path.isdir(os.path.join(path, "_delta_log")):
         return path
     if not os.path.isdir(lake):
@@ -172,6 +177,6 @@ def as_of(
         as_of(spark, "lake", "public.customers", time="2026-11-21 16:30:12.615").count()
     """
     at = point(time=time, lsn=lsn)
-    history = spark.read.format("delta").load(history_table(lake, table))
+    history = spark.read.format("delta").load(history_table(lake, table, spark))
     columns = [c for c in history.columns if not c.startswith("__")] + ["__start_lsn", "__start_time"]
     return history.filter(at.live()).select(*[sql.col(c) for c in columns])

@@ -23,6 +23,7 @@ PURE = [
     "resolver.tablemeta",
     "resolver.input_files",
     "resolver.paths",
+    "resolver.spark_options",
     "resolver.lake_tables",
     "resolver.printing",
     "resolver.commands",

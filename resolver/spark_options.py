@@ -1,0 +1,62 @@
+"""The Spark options every command that runs Spark takes (``--master``, ``--packages``, ``--conf``), and the
+local session they make: what a user needs to reach a lake or landing folder on S3, ADLS or GCS from the
+command line (the connector's package and its settings), in the words of ``spark-submit``. No Spark here;
+``session`` starts it.
+
+Example::
+
+    resolver ingest s3a://landing/cdc/ --lake s3a://lake/cdc \\
+        --packages org.apache.hadoop:hadoop-aws:3.4.1 \\
+        --conf spark.hadoop.fs.s3a.endpoint.region=eu-west-1
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["add_spark_arguments", "session", "settings"]
+
+
+def add_spark_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--master", default="local[2]", help="Spark master for the local session (default local[2])"
+    )
+    parser.add_argument(
+        "--packages",
+        default="",
+        metavar="COORDS",
+        help="more Maven packages for the session, comma-separated (for s3a://: "
+        "org.apache.hadoop:hadoop-aws:3.4.1, the version of Spark's Hadoop)",
+    )
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        type=_setting,
+        metavar="KEY=VALUE",
+        help="a Spark setting (repeatable), e.g. spark.hadoop.fs.s3a.endpoint=http://localhost:9000",
+    )
+
+
+def settings(args: argparse.Namespace) -> dict[str, str]:
+    """The ``--conf`` settings, as ``local_session`` keyword arguments (dots written as ``__``)."""
+    return {key.replace(".", "__"): value for key, value in getattr(args, "conf", [])}
+
+
+def session(args: argparse.Namespace) -> SparkSession:
+    """The local session the command's options ask for."""
+    from resolver.session import local_session
+
+    packages = [p.strip() for p in getattr(args, "packages", "").split(",") if p.strip()]
+    return local_session(master=args.master, packages=packages, **settings(args))
+
+
+def _setting(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"found {text!r}, expected KEY=VALUE (a Spark setting)")
+    return key.strip(), value
