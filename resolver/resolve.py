@@ -119,12 +119,22 @@ def _lineages(found: DataFrame) -> tuple[DataFrame, DataFrame, int]:
     live = live.join(roots, "node").drop("node").localCheckpoint(eager=True)
     # per lineage and transaction: where the row is after it (NULL: gone) and where it was before it
     by_lineage = Window.partitionBy("__lineage").orderBy("__lsn")
-    last = F.max_by(F.struct("__kind", "__k"), F.struct("__pos", "__kind"))
-    after = F.when(F.col("__last.__kind") == PRODUCE, F.col("__last.__k"))
+    last = F.max_by(F.struct("__kind", "__k", "__pos"), F.struct("__pos", "__kind"))
+    # the row is at its last key after the transaction only if nothing touched that key after it there (an
+    # insert of the key later in the transaction is another row, which the key then holds)
+    key_last = live.groupBy(F.col("__k").alias("__lk"), F.col("__lsn").alias("__ll")).agg(
+        F.max("__pos").alias("__key_last")
+    )
+    owned = (F.col("__last.__kind") == PRODUCE) & (F.col("__last.__pos") == F.col("__key_last"))
     steps = (
         live.groupBy("__lineage", "__lsn")
         .agg(last.alias("__last"), F.first("__origin").alias("__origin"))
-        .withColumn("__after", after)
+        .join(
+            key_last,
+            F.col("__last.__k").eqNullSafe(F.col("__lk")) & (F.col("__lsn") == F.col("__ll")),
+            "left",
+        )
+        .withColumn("__after", F.when(owned, F.col("__last.__k")))
         .withColumn(
             "__before",
             F.when(F.lag("__lsn").over(by_lineage).isNull(), F.col("__origin")).otherwise(

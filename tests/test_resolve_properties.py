@@ -307,6 +307,39 @@ def test_lineage_inside_one_transaction(spark: SparkSession, tmp_path: Path) -> 
     _check(spark, tmp_path / "two", expected)
 
 
+@pytest.mark.spark
+def test_a_row_moved_onto_a_key_an_insert_then_takes_is_gone(spark: SparkSession, tmp_path: Path) -> None:
+    """Found by hypothesis (seed 205186155632092883945608636474803709391): in one transaction, row 2 moves
+    to key 4, then inserts take key 4. After it, key 4 holds the inserted row, so row 2's version ends as
+    a deletion that names no key it moved to (as key 4's version names no key it came from); Spark said
+    ``__moved_to = 4``. One batch, and split in two (late events, a transaction cut across batches)."""
+    events = [
+        event(ONE, "update", 10, 0, {"id": "2"}, {"id": "1", "a": "x", "n": "0"}),
+        event(ONE, "insert", 10, 1, {"id": "1", "a": "x", "n": "1"}),
+        event(ONE, "update", 10, 2, {"id": "3", "a": "x"}, {"id": "1", "a": "x", "n": "0"}),
+        event(ONE, "update", 20, 0, {"id": "1"}, {"id": "3", "a": "x", "n": "0"}),
+        event(ONE, "update", 20, 1, {"id": "3", "a": "x"}, {"id": "1", "a": "x", "n": "-2"}),
+        event(ONE, "delete", 30, 0, None, {"id": "1", "a": "x", "n": "0"}),
+        event(ONE, "update", 40, 0, {"id": "4"}, {"id": "2", "a": "x", "n": "-1"}),
+        event(ONE, "insert", 40, 1, {"id": "4", "a": "é ☃", "n": None}),
+        event(ONE, "insert", 40, 2, {"id": "4", "a": None, "n": None}),
+        event(ONE, "truncate", 50, 0),
+        event(ONE, "truncate", 50, 1),
+    ]
+    expected = resolve(events, KEYS)
+    moved = [v for v in expected["public.one"].history if v["id"] == "2"]
+    assert [(v["__is_deleted"], v["__moved_to"]) for v in moved] == [(True, None)]
+    _apply(spark, [events], tmp_path / "one")
+    _check(spark, tmp_path / "one", expected)
+    first = {4, 9}
+    batches = [
+        [e for i, e in enumerate(events) if i in first],
+        [e for i, e in enumerate(events) if i not in first],
+    ]
+    _apply(spark, batches, tmp_path / "two")
+    _check(spark, tmp_path / "two", expected)
+
+
 def _keyless_full() -> list[list[dict[str, Any]]]:
     """Batches of a table without a primary key under REPLICA IDENTITY FULL in format 1: the first batch's
     identities all lack ``msg`` (it was NULL), which looks like an index identity on (rid, amt)."""
