@@ -12,7 +12,8 @@
 2. In one warm SparkSession (``resolver.session.local_session()``, local[2]), after one warm-up run of
    everything on a small file, times K runs each of (a) our parse (one Spark task per file), (b)
    ``spark.read.json(path).count()`` (schema inference pass + count), (c) ``spark.read.text(path).count()``
-   (a floor: just reading the lines), (d) our parse over the 2-file layout; and, outside Spark, one run of
+   (a floor: just reading the lines), (d) our parse over the 2-file layout, (e)/(f) (a)/(d) with file:// URIs
+   (the object-store reader: Spark's binaryFile source); and, outside Spark, one run of
    the pure-Python reader ``resolver.wal2json.read_lines`` on one core (plus plain ``json.loads`` of every
    line, the floor for any Python parser).
 3. Prints a table and writes it to ``bench/PARSE_RESULTS.md`` with the machine and the command.
@@ -462,7 +463,9 @@ def bench(args: argparse.Namespace) -> None:
             flush=True,
         )
 
+        uri, uri_parts = f"file://{layout.path}", [f"file://{p}" for p in layout.parts]
         # one warm-up run of everything (JVM JIT, Python workers, schema compile in the workers)
+        _check_ours(ours(spark, [f"file://{small.path}"]), small)
         _check_ours(ours(spark, [small.path]), small)
         _check_ours(ours(spark, small.parts), small)
         spark_json(spark, small.path)
@@ -474,6 +477,9 @@ def bench(args: argparse.Namespace) -> None:
             ("b", "spark.read.json(path).count()", lambda: spark_json(spark, layout.path)),
             ("c", "spark.read.text(path).count()", lambda: spark_text(spark, layout.path)),
             ("d", "ours, 2 files (2 tasks)", lambda: _check_ours(ours(spark, layout.parts), layout)),
+            # a URI is read as s3a://, abfss://, gs:// files are: binaryFile hands each task the whole file
+            ("e", "ours, 1 file by URI (binaryFile)", lambda: _check_ours(ours(spark, [uri]), layout)),
+            ("f", "ours, 2 files by URI (binaryFile)", lambda: _check_ours(ours(spark, uri_parts), layout)),
         ]
         times: dict[str, list[float]] = {key: [] for key, *_ in cases}
         loads = [os.getloadavg()[0]]
@@ -520,6 +526,8 @@ def bench(args: argparse.Namespace) -> None:
             f"ratio ours / spark.read.json (median time; >1 = ours slower): 1 file {med['a'] / ref:.2f}x, "
             f"2 files {med['d'] / ref:.2f}x",
             f"speed-up of 2 files (2 tasks) over 1 file (1 task): {med['a'] / med['d']:.2f}x",
+            f"the URI reader (binaryFile, how object-store files are read) against the local one: 1 file "
+            f"{med['e'] / med['a']:.2f}x, 2 files {med['f'] / med['d']:.2f}x the time",
             f"Spark overhead on our parse (1 task) over the bare pure-Python reader: {med['a'] / t_py:.2f}x",
             f"1-minute load average during the Spark runs: {min(loads):.2f}–{max(loads):.2f} "
             f"(at {os.getloadavg()[0]:.2f} after the pure-Python runs); on {_nproc()} cores anything well "
@@ -547,7 +555,9 @@ def bench(args: argparse.Namespace) -> None:
             f"- command: `{command}` (from the repository root; Spark master local[2] via `local_session()`)",
             f"- {input_line}",
             "- (a)/(d) time `b = read_wal2json(spark, paths, 'wal2json-v2'); b.counts(); b.unpersist()`; "
-            "(b) includes Spark's schema-inference pass over the whole file; (c) only splits lines",
+            "(b) includes Spark's schema-inference pass over the whole file; (c) only splits lines; "
+            "(e)/(f) are (a)/(d) with the paths given as file:// URIs, read as object-store files are "
+            "(Spark's binaryFile source, the whole file handed to the task)",
             "",
             "```",
             *table,

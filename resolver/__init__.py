@@ -46,6 +46,7 @@ __all__ = [
     "load_pipeline",
     "read_wal2json",
     "run_pipeline",
+    "stream_pipeline",
     "vacuum",
 ]
 
@@ -56,6 +57,7 @@ _LAZY = {
     "plan_changes": "resolver.plan",
     "read_wal2json": "resolver.read",
     "run_pipeline": "resolver.run",
+    "stream_pipeline": "resolver.stream",
     "load_pipeline": "resolver.pipeline",
     "as_of": "resolver.timetravel",
     "optimize": "resolver.maintenance",

@@ -14,7 +14,6 @@ Exit codes (the same for every command):
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 import time
@@ -35,6 +34,7 @@ Handler = Callable[[argparse.Namespace], int]
 def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     """The program's parser and each command's handler."""
     from resolver.commands import register
+    from resolver.run_command import add_run, run
 
     parser = argparse.ArgumentParser(
         prog="resolver", description="Resolve PostgreSQL wal2json change streams into Delta Lake tables."
@@ -42,9 +42,9 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks on errors")
     commands = parser.add_subparsers(dest="command", required=True)
     _add_ingest(commands)
-    _add_run(commands)
+    add_run(commands)
     _add_schemas(commands)
-    handlers: dict[str, Handler] = {"ingest": _ingest, "run": _run, "schemas": _schemas}
+    handlers: dict[str, Handler] = {"ingest": _ingest, "run": run, "schemas": _schemas}
     handlers.update(register(commands))
     return parser, handlers
 
@@ -74,32 +74,6 @@ def _add_ingest(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     ingest.add_argument("--json", action="store_true", help="print the summary as JSON (stdout)")
     _policy_arguments(ingest)
     add_spark_arguments(ingest)
-
-
-def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    run = commands.add_parser(
-        "run",
-        help="apply every new file of a pipeline's source exactly once (scheduled runs)",
-        description="Read a pipeline file (docs/pipelines.md), take the lake's lock, and apply the source "
-        "files not yet in the lake's ledger (_resolver/ledger), in name order, in batches. A run killed at "
-        "any point is completed by the next one, with nothing lost or doubled. Tables are applied "
-        "concurrently; a table that fails does not stop the others (exit status 3). Progress goes to "
-        "stderr, the summary to stdout.",
-        epilog="examples:\n"
-        "  resolver run pipeline.yaml\n"
-        "  resolver run pipeline.yaml --json > run.json      # for schedulers\n"
-        "  resolver run pipeline.yaml --wait 600             # wait up to 10 minutes for another run\n"
-        "\nexit status: 0 done, 1 unexpected failure, 2 misconfiguration, 3 some tables failed, "
-        "4 lake locked",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    run.add_argument("pipeline", metavar="PIPELINE.yaml", help="the pipeline file")
-    run.add_argument("--json", action="store_true", help="print the summary as JSON (stdout)")
-    run.add_argument(
-        "--wait", type=float, default=0.0, metavar="SECONDS", help="wait this long for another run's lock"
-    )
-    run.add_argument("--quiet", action="store_true", help="no progress lines, only warnings and errors")
-    add_spark_arguments(run)
 
 
 def _add_schemas(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -237,32 +211,6 @@ def _ingest(args: argparse.Namespace) -> int:
         print(line)
     print(f"elapsed              {time.monotonic() - started:.1f} s")
     return EXIT_OK
-
-
-def _run(args: argparse.Namespace) -> int:
-    from resolver.pipeline import load_pipeline
-
-    logging.basicConfig(
-        level=logging.WARNING if args.quiet else logging.INFO,
-        format="resolver: %(message)s",
-        stream=sys.stderr,
-    )
-    logging.getLogger("py4j").setLevel(logging.WARNING)
-    pipeline = load_pipeline(args.pipeline)  # fail fast, before starting Spark
-    if pipeline.schemas:
-        from resolver.tableschema import load_schemas
-
-        load_schemas(pipeline.schemas)
-    from resolver.run import run_pipeline
-
-    spark = session(args)
-    summary = run_pipeline(spark, pipeline, wait_seconds=args.wait)
-    if args.json:
-        print(summary.model_dump_json(indent=2))
-    else:
-        for line in summary.lines():
-            print(line)
-    return EXIT_PARTIAL if summary.failed_tables else EXIT_OK
 
 
 def _schemas(args: argparse.Namespace) -> int:

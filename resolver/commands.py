@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from resolver import sql
 from resolver.errors import ConfigError
+from resolver.paths import is_uri
 from resolver.printing import csv_ready, render, text_rows
 from resolver.spark_options import add_spark_arguments, session
 
@@ -199,15 +200,27 @@ def _key(spark: SparkSession, path: str, columns: Sequence[str]) -> list[str]:
     return [k for k in key if k in columns] or [columns[0]]
 
 
-def _optimize(args: argparse.Namespace) -> int:
+def _lake_and_tables(args: argparse.Namespace) -> tuple[SparkSession, list[str]]:
+    """The session and the lake's tables the command works on: a local lake's are listed before Spark starts
+    (a wrong name fails fast), a URI lake's through Spark's file systems once it runs."""
     from resolver.lake_tables import select_tables
+
+    if is_uri(args.lake):
+        from resolver.hadoop_files import HadoopFiles
+
+        spark = session(args)
+        return spark, select_tables(args.lake, args.tables, HadoopFiles(spark))
+    tables = select_tables(args.lake, args.tables)
+    return session(args), tables
+
+
+def _optimize(args: argparse.Namespace) -> int:
     from resolver.lock import lake_lock, session_pids
     from resolver.maintenance import optimize
 
-    tables = select_tables(args.lake, args.tables)  # before Spark starts
     started = time.monotonic()
+    spark, tables = _lake_and_tables(args)
     print(f"resolver: optimizing {len(tables)} Delta table(s) of {args.lake}", file=sys.stderr)
-    spark = session(args)
     with lake_lock(
         args.lake, f"optimize-{os.getpid()}", args.wait, helper_pids=session_pids(spark), spark=spark
     ):
@@ -236,19 +249,17 @@ def _optimize(args: argparse.Namespace) -> int:
 def _vacuum(args: argparse.Namespace) -> int:
     from contextlib import nullcontext
 
-    from resolver.lake_tables import select_tables
     from resolver.lock import lake_lock, session_pids
     from resolver.maintenance import check_retention, vacuum
 
     check_retention(args.retain_hours, args.force)  # before Spark starts
-    tables = select_tables(args.lake, args.tables)
     started = time.monotonic()
+    spark, tables = _lake_and_tables(args)
     what = "listing the files vacuum would delete in" if args.dry_run else "vacuuming"
     print(
         f"resolver: {what} {len(tables)} Delta table(s) of {args.lake}, keeping {args.retain_hours:g} hours",
         file=sys.stderr,
     )
-    spark = session(args)
     lock = (
         nullcontext()
         if args.dry_run
@@ -267,8 +278,9 @@ def _vacuum(args: argparse.Namespace) -> int:
     for line in render(header, lines):
         print(line)
     root = os.path.abspath(args.lake)
+    relative = not is_uri(args.lake)
     for t in done:
         for f in t["files_to_delete"]:
-            print(f"would delete {os.path.relpath(f, root) if os.path.isabs(f) else f}")
+            print(f"would delete {os.path.relpath(f, root) if relative and os.path.isabs(f) else f}")
     print(f"elapsed {time.monotonic() - started:.1f} s", file=sys.stderr)
     return 0

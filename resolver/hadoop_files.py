@@ -1,7 +1,8 @@
-"""Input files through Spark's Hadoop file systems (``s3a://``, ``abfss://``, ``gs://``, ``hdfs://``,
-``dbfs:/``, ``file:/``), with the configuration and credentials the user gave the SparkSession: listing and
-file heads on the driver (``HadoopFiles``, a ``resolver.input_files.FileSystem``), and ``files_for``, which
-says which file system a batch's paths are read through.
+"""Input files and lake folders through Spark's Hadoop file systems (``s3a://``, ``abfss://``, ``gs://``,
+``hdfs://``, ``dbfs:/``, ``file:/``), with the configuration and credentials the user gave the SparkSession:
+listing and file heads on the driver (``HadoopFiles``, a ``resolver.input_files.FileSystem`` and a
+``resolver.lake.Folders``), and ``files_for`` and ``lake_folders``, which say which file system a batch's
+paths and a lake are reached through.
 
 A plain path is read by the executors as a local path when Spark's default file system is the local one
 (a laptop, CI, a single machine) and through the default file system otherwise (``hdfs:///…`` on a YARN
@@ -17,11 +18,12 @@ from pyspark.sql import SparkSession
 
 from resolver.errors import ConfigError
 from resolver.input_files import LOCAL, FileSystem, head_of, list_files, local_listing, resolve_format
+from resolver.lake import LOCAL_FOLDERS, Folders
 from resolver.models import Format
 from resolver.paths import is_uri
 from resolver.wal2json_detect import HEAD_LIMIT, FileHead
 
-__all__ = ["HadoopFiles", "files_for", "input_of", "source_listing"]
+__all__ = ["HadoopFiles", "files_for", "input_of", "lake_folders", "source_listing"]
 
 
 class HadoopFiles:
@@ -81,6 +83,28 @@ class HadoopFiles:
         finally:
             stream.close()
         return head_of(data)
+
+    def children(self, path: str) -> tuple[list[str], list[str]] | None:
+        """The names of the sub-folders and of the files of a folder (a ``resolver.lake.Folders``)."""
+        fs, p = self._fs(path)
+        if not fs.exists(p) or not fs.getFileStatus(p).isDirectory():
+            return None
+        statuses = list(fs.listStatus(p))
+        dirs = sorted(str(s.getPath().getName()) for s in statuses if s.isDirectory())
+        return dirs, sorted(str(s.getPath().getName()) for s in statuses if not s.isDirectory())
+
+    def read_text(self, path: str) -> str:
+        fs, p = self._fs(path)
+        stream = fs.open(p)
+        try:
+            return bytes(stream.readAllBytes()).decode("utf-8")
+        finally:
+            stream.close()
+
+
+def lake_folders(spark: SparkSession, lake: str) -> Folders:
+    """How a lake's folders are listed: this machine's for a plain path, Spark's file systems for a URI."""
+    return HadoopFiles(spark) if is_uri(lake) else LOCAL_FOLDERS
 
 
 def files_for(spark: SparkSession, paths: Sequence[str]) -> FileSystem:

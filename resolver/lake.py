@@ -22,9 +22,10 @@ import hashlib
 import json
 import os
 import re
+from typing import Protocol
 
 from resolver.names import qualified, split_qualified
-from resolver.paths import join_inside
+from resolver.paths import is_uri, join_inside
 
 __all__ = [
     "APPLIED_PROPERTY",
@@ -35,12 +36,16 @@ __all__ = [
     "KEY_SOURCE_PROPERTY",
     "SCHEMA_VERSION_PROPERTY",
     "HISTORY",
+    "LOCAL_FOLDERS",
+    "Folders",
     "MAX_FOLDER",
     "TABLE_PROPERTY",
     "changes_path",
+    "child",
     "folder",
     "history_path",
     "inside",
+    "lake_root",
     "pending_truncates_path",
     "schema_log_path",
     "silver_tables",
@@ -149,29 +154,72 @@ def pending_truncates_path(lake: str) -> str:
     return inside(lake, "_resolver", "pending_truncates")
 
 
-def silver_tables(lake: str) -> dict[str, str]:
+class Folders(Protocol):
+    """Where a lake's folders are, as the driver sees them: this machine's (``LOCAL_FOLDERS``), or Spark's
+    Hadoop file systems for a lake named by a URI (``resolver.hadoop_files.HadoopFiles``)."""
+
+    def children(self, path: str) -> tuple[list[str], list[str]] | None:
+        """The names of the sub-folders and of the files in ``path``, each sorted; None when there is no
+        folder there."""
+        ...
+
+    def read_text(self, path: str) -> str:
+        """A file's text (UTF-8)."""
+        ...
+
+
+class LocalFolders:
+    """This machine's folders (plain paths)."""
+
+    def children(self, path: str) -> tuple[list[str], list[str]] | None:
+        if not os.path.isdir(path):
+            return None
+        names = sorted(os.listdir(path))
+        dirs = [n for n in names if os.path.isdir(os.path.join(path, n))]
+        return dirs, [n for n in names if n not in dirs]
+
+    def read_text(self, path: str) -> str:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+
+
+LOCAL_FOLDERS = LocalFolders()
+
+
+def child(path: str, name: str) -> str:
+    """``path/name`` for a plain path or a URI."""
+    return path.rstrip("/") + "/" + name if is_uri(path) else os.path.join(path, name)
+
+
+def lake_root(lake: str) -> str:
+    """The lake as the folders are listed: a URI as it is, a plain path made absolute."""
+    return lake.rstrip("/") if is_uri(lake) else os.path.abspath(lake)
+
+
+def silver_tables(lake: str, folders: Folders = LOCAL_FOLDERS) -> dict[str, str]:
     """Every Delta table of ``lake/silver`` by folder name -> the source table it belongs to (snapshots and
     histories alike: a folder ending in ``__history`` is a history). Decoded from the folder name, or read
     from the table's ``resolver.table`` property for a hashed one. No Spark."""
-    root = os.path.join(os.path.abspath(lake), "silver")
+    root = child(lake_root(lake), "silver")
+    found = folders.children(root)
     out = {}
-    for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
-        log = os.path.join(root, name, "_delta_log")
-        if not os.path.isdir(log):
+    for name in found[0] if found else []:
+        log = child(child(root, name), "_delta_log")
+        commits = folders.children(log)
+        if commits is None:
             continue
-        table = table_of(name.removesuffix(HISTORY)) or _named_in_log(log)
+        table = table_of(name.removesuffix(HISTORY)) or _named_in_log(log, commits[1], folders)
         if table is not None:
             out[name] = table
     return out
 
 
-def _named_in_log(log: str) -> str | None:
+def _named_in_log(log: str, files: list[str], folders: Folders) -> str | None:
     """The ``resolver.table`` property of a table, from the metadata its commit files carry."""
-    for name in sorted(n for n in os.listdir(log) if n.endswith(".json")):
-        with open(os.path.join(log, name), encoding="utf-8") as f:
-            for line in f:
-                if '"metaData"' in line:
-                    conf = json.loads(line)["metaData"].get("configuration", {})
-                    if TABLE_PROPERTY in conf:
-                        return str(conf[TABLE_PROPERTY])
+    for name in sorted(n for n in files if n.endswith(".json")):
+        for line in folders.read_text(child(log, name)).splitlines():
+            if '"metaData"' in line:
+                conf = json.loads(line)["metaData"].get("configuration", {})
+                if TABLE_PROPERTY in conf:
+                    return str(conf[TABLE_PROPERTY])
     return None

@@ -5,11 +5,10 @@
 from __future__ import annotations
 
 import difflib
-import os
 from collections.abc import Sequence
 
 from resolver.errors import ConfigError
-from resolver.lake import HISTORY, silver_tables
+from resolver.lake import HISTORY, LOCAL_FOLDERS, Folders, child, lake_root, silver_tables
 from resolver.names import TableName
 
 __all__ = ["lake_tables", "select_tables"]
@@ -17,20 +16,28 @@ __all__ = ["lake_tables", "select_tables"]
 _PER_SOURCE_TABLE = ("silver/{}", "silver/{}" + HISTORY, "_resolver/changes/{}")
 
 
-def lake_tables(lake: str) -> list[str]:
+def lake_tables(lake: str, folders: Folders = LOCAL_FOLDERS) -> list[str]:
     """Every Delta table of the lake, as paths relative to it (``bronze/change_events``,
-    ``silver/public.customers``, ``_resolver/changes/public.customers``, ...), sorted. No Spark."""
-    root = os.path.abspath(lake)
-    if not os.path.isdir(root):
+    ``silver/public.customers``, ``_resolver/changes/public.customers``, ...), sorted. No Spark (a lake
+    named by a URI is listed through ``folders``, ``resolver.hadoop_files.HadoopFiles``)."""
+    root = lake_root(lake)
+    if folders.children(root) is None:
         raise ConfigError(
             f"lake {lake} not found, expected a folder written by resolver ingest or resolver run"
         )
     found = []
-    for folder, dirs, _ in os.walk(root):
+
+    def walk(relative: str) -> None:
+        listed = folders.children(child(root, relative) if relative else root)
+        dirs = listed[0] if listed else []
         if "_delta_log" in dirs:
-            found.append(os.path.relpath(folder, root).replace(os.sep, "/"))
-            dirs.clear()  # a table's own folders hold no tables
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
+            found.append(relative)  # a table's own folders hold no tables
+            return
+        for d in dirs:
+            if not d.startswith("."):
+                walk(f"{relative}/{d}" if relative else d)
+
+    walk("")
     if not found:
         raise ConfigError(
             f"lake {lake} holds no Delta table, expected a lake written by resolver ingest or run"
@@ -38,15 +45,17 @@ def lake_tables(lake: str) -> list[str]:
     return sorted(found)
 
 
-def select_tables(lake: str, tables: Sequence[str] | None = None) -> list[str]:
+def select_tables(
+    lake: str, tables: Sequence[str] | None = None, folders: Folders = LOCAL_FOLDERS
+) -> list[str]:
     """The lake's Delta tables to work on (relative paths, sorted): all of them when ``tables`` is None;
     else, for each name, a source table's snapshot, history and change store (``public.customers``) or one
     table by its path in the lake (``bronze/change_events``). ``ConfigError`` (one line, "did you mean")
     for a name that is neither. No Spark."""
-    every = lake_tables(lake)
+    every = lake_tables(lake, folders)
     if tables is None:
         return every
-    folders = {table: name.removesuffix(HISTORY) for name, table in silver_tables(lake).items()}
+    folders = {table: name.removesuffix(HISTORY) for name, table in silver_tables(lake, folders).items()}
     sources = sorted(folders)
     chosen: set[str] = set()
     for name in tables:

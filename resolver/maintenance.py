@@ -11,7 +11,6 @@ When to run them and what they cost: ``docs/operations.md``.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -24,7 +23,8 @@ from pyspark.sql import types as T
 
 from resolver import sql
 from resolver.errors import ConfigError
-from resolver.lake import KEY_PROPERTY
+from resolver.hadoop_files import lake_folders
+from resolver.lake import KEY_PROPERTY, inside
 from resolver.lake_tables import select_tables
 
 __all__ = ["DEFAULT_RETAIN_HOURS", "check_retention", "optimize", "vacuum"]
@@ -68,8 +68,8 @@ def optimize(spark: SparkSession, lake: str, tables: Sequence[str] | None = None
         for t in optimize(local_session(), "lake"):
             print(t["table"], t["layout"], t["files_before"], "->", t["files_after"])
     """
-    chosen = select_tables(lake, tables)
-    return _each(chosen, lambda name: _optimize(spark, os.path.join(os.path.abspath(lake), name), name))
+    chosen = select_tables(lake, tables, lake_folders(spark, lake))
+    return _each(chosen, lambda name: _optimize(spark, inside(lake, *name.split("/")), name))
 
 
 def _optimize(spark: SparkSession, path: str, name: str) -> dict[str, Any]:
@@ -200,14 +200,13 @@ def vacuum(
         vacuum(spark, "lake")                       # keeps 7 days of Delta versions
     """
     check_retention(retain_hours, force)
-    chosen = select_tables(lake, tables)
-    root = os.path.abspath(lake)
+    chosen = select_tables(lake, tables, lake_folders(spark, lake))
     settings = {_LISTING: str(_listing_parallelism(spark))}
     if force:
         settings[_CHECK] = "false"
     with _session_conf(spark, settings):
         return _each(
-            chosen, lambda name: _vacuum(spark, os.path.join(root, name), name, retain_hours, dry_run)
+            chosen, lambda name: _vacuum(spark, inside(lake, *name.split("/")), name, retain_hours, dry_run)
         )
 
 

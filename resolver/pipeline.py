@@ -8,6 +8,8 @@ source:
 lake: lake/
 schemas: schemas/              # optional: the per-table schema files (docs/schema-evolution.md)
 max_files_per_batch: 50        # optional: new files are applied in batches of at most this many
+stream:                        # optional: resolver run --stream (docs/streaming.md)
+  trigger_seconds: 60          # a micro-batch every minute (default)
 policies:                      # optional: unknown tables, unknown columns, unsafe type changes
   unknown_table: evolve
 include: ["public.*"]          # optional: tables to keep (shell patterns; default every table)
@@ -43,7 +45,15 @@ from resolver.paths import is_uri
 from resolver.policy import Policies
 from resolver.yamlconfig import parse_yaml
 
-__all__ = ["Output", "Pipeline", "Source", "TableSettings", "load_pipeline", "parse_pipeline"]
+__all__ = [
+    "Output",
+    "Pipeline",
+    "Source",
+    "StreamSettings",
+    "TableSettings",
+    "load_pipeline",
+    "parse_pipeline",
+]
 
 
 class Output(StrEnum):
@@ -103,6 +113,17 @@ class Source(ResolverModel):
     )
 
 
+class StreamSettings(ResolverModel):
+    """How ``resolver run --stream`` runs (docs/streaming.md)."""
+
+    trigger_seconds: float = Field(
+        60.0, gt=0, description="Seconds between the starts of two micro-batches (processing-time trigger)"
+    )
+    checkpoint: str | None = Field(
+        default=None, description="The streaming query's checkpoint (default <lake>/_resolver/stream)"
+    )
+
+
 class Pipeline(ResolverModel):
     """A pipeline file (see the module docstring)."""
 
@@ -110,6 +131,7 @@ class Pipeline(ResolverModel):
     lake: str = Field(min_length=1, description="Lake folder (created if missing)")
     schemas: str | None = Field(default=None, description="Folder of <schema>.<table>.yaml files")
     max_files_per_batch: int = Field(100, ge=1, description="New files per batch")
+    stream: StreamSettings = Field(default_factory=StreamSettings, description="Streaming mode settings")
     policies: Policies = Field(default_factory=Policies, description="Run defaults of the three policies")
     include: list[str] = Field(default_factory=lambda: ["*"], description="Tables to keep (shell patterns)")
     exclude: list[str] = Field(default_factory=list, description="Tables to leave out (shell patterns)")
@@ -161,6 +183,11 @@ def parse_pipeline(text: str, source: str = "<pipeline>", base: str | Path = "."
             "source": pipeline.source.model_copy(update={"path": resolve(pipeline.source.path)}),
             "lake": resolve(pipeline.lake),
             "schemas": resolve(pipeline.schemas) if pipeline.schemas else None,
+            "stream": pipeline.stream.model_copy(
+                update={
+                    "checkpoint": resolve(pipeline.stream.checkpoint) if pipeline.stream.checkpoint else None
+                }
+            ),
         }
     )
 
@@ -185,6 +212,7 @@ def load_pipeline(path: str | Path) -> Pipeline:
 
 _MODELS: dict[str, type[BaseModel]] = {
     "source": Source,
+    "stream": StreamSettings,
     "defaults": TableSettings,
     "tables": TableSettings,
     "policies": Policies,

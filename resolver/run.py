@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
@@ -38,7 +38,7 @@ from resolver.models import Format, IngestSummary, RunSummary, TableSummary
 from resolver.pipeline import Pipeline, load_pipeline
 from resolver.tableschema import TableSchema, load_schemas
 
-__all__ = ["LEDGER", "ledger_path", "run_pipeline"]
+__all__ = ["LEDGER", "apply_new_files", "ledger_path", "new_run_id", "run_pipeline"]
 
 log = logging.getLogger(__name__)
 
@@ -74,58 +74,76 @@ def run_pipeline(spark: SparkSession, pipeline: Pipeline | str, *, wait_seconds:
     if isinstance(pipeline, str):
         pipeline = load_pipeline(pipeline)
     schemas = load_schemas(pipeline.schemas) if pipeline.schemas else None
-    run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
+    run_id = new_run_id()
+    with lake_lock(pipeline.lake, run_id, wait_seconds, helper_pids=session_pids(spark), spark=spark):
+        summary = apply_new_files(spark, pipeline, schemas, run_id)
+    return summary.model_copy(update={"seconds": time.monotonic() - started})
+
+
+def new_run_id() -> str:
+    """A run's id: its start time and a random suffix (in the ledger and the lock)."""
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
+
+
+def apply_new_files(
+    spark: SparkSession,
+    pipeline: Pipeline,
+    schemas: Mapping[str, TableSchema] | None,
+    run_id: str,
+    only: Collection[str] | None = None,
+) -> RunSummary:
+    """List the source, and apply its files not in the ledger or changed since (of the ones not in the
+    ledger, only those in ``only`` when it is given: a streaming micro-batch's files; a file that changed
+    since it was applied, one a shipper was still writing, is read again by any micro-batch) in batches,
+    each recorded in the ledger once all its tables were applied. The caller holds the lake's lock."""
     lake = pipeline.lake
-    with lake_lock(lake, run_id, wait_seconds, helper_pids=session_pids(spark), spark=spark):
-        fs, stats = source_listing(spark, pipeline.source.path)
-        files = list(stats)
-        applied = _read_ledger(spark, lake)
-        todo = [f for f in files if applied.get(f) != stats[f]]
-        for f in todo:
-            if f in applied:
-                log.warning("%s changed since it was applied (size or time): reading it again", f)
-        size = pipeline.max_files_per_batch
-        chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
-        neighbours = [f for chunk in chunks for f in _neighbours(files, chunk) if f is not None]
-        fmt = resolve_format(todo + neighbours, pipeline.source.format, fs)  # no files: nothing read
-        log.info(
-            "run %s: %d file(s) in %s (%s), %d new, %d batch(es)",
-            run_id,
-            len(files),
-            pipeline.source.path,
-            fmt.value if pipeline.source.format or not todo else f"{fmt.value}, detected",
-            len(todo),
-            len(chunks),
-        )
-        summary = RunSummary(
-            run_id=run_id, lake=lake, files_seen=len(files), files_new=len(todo), files_applied=0
-        )
-        batches: list[IngestSummary] = []
-        failed: dict[str, str] = {}
-        recorded = 0
-        for number, chunk in enumerate(chunks, 1):
-            result = _batch(spark, pipeline, fmt, schemas, files, chunk, f"batch {number}/{len(chunks)}")
-            batches.append(result)
-            broken = {t.table: t.error for t in result.tables if t.error is not None}
-            failed.update(broken)
-            if broken:
-                log.error(
-                    "batch %d/%d: %d table(s) failed (%s); its files will be read again by the next run",
-                    number,
-                    len(chunks),
-                    len(broken),
-                    ", ".join(sorted(broken)),
-                )
-                continue
-            _record(spark, lake, chunk, stats, run_id, number)
-            recorded += len(chunk)
-    return summary.model_copy(
-        update={
-            "batches": batches,
-            "failed_tables": failed,
-            "files_applied": recorded,
-            "seconds": time.monotonic() - started,
-        }
+    fs, stats = source_listing(spark, pipeline.source.path)
+    files = list(stats)
+    applied = _read_ledger(spark, lake)
+    todo = [f for f in files if applied.get(f) != stats[f] and (only is None or f in only or f in applied)]
+    for f in todo:
+        if f in applied:
+            log.warning("%s changed since it was applied (size or time): reading it again", f)
+    size = pipeline.max_files_per_batch
+    chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
+    neighbours = [f for chunk in chunks for f in _neighbours(files, chunk) if f is not None]
+    fmt = resolve_format(todo + neighbours, pipeline.source.format, fs)  # no files: nothing read
+    log.info(
+        "run %s: %d file(s) in %s (%s), %d new, %d batch(es)",
+        run_id,
+        len(files),
+        pipeline.source.path,
+        fmt.value if pipeline.source.format or not todo else f"{fmt.value}, detected",
+        len(todo),
+        len(chunks),
+    )
+    batches: list[IngestSummary] = []
+    failed: dict[str, str] = {}
+    recorded = 0
+    for number, chunk in enumerate(chunks, 1):
+        result = _batch(spark, pipeline, fmt, schemas, files, chunk, f"batch {number}/{len(chunks)}")
+        batches.append(result)
+        broken = {t.table: t.error for t in result.tables if t.error is not None}
+        failed.update(broken)
+        if broken:
+            log.error(
+                "batch %d/%d: %d table(s) failed (%s); its files will be read again by the next run",
+                number,
+                len(chunks),
+                len(broken),
+                ", ".join(sorted(broken)),
+            )
+            continue
+        _record(spark, lake, chunk, stats, run_id, number)
+        recorded += len(chunk)
+    return RunSummary(
+        run_id=run_id,
+        lake=lake,
+        files_seen=len(files),
+        files_new=len(todo),
+        files_applied=recorded,
+        batches=batches,
+        failed_tables=failed,
     )
 
 

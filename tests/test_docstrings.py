@@ -31,6 +31,7 @@ FUNCTIONS = [
     "resolver.silver.apply_changes",
     "resolver.bronze.ingest",
     "resolver.run.run_pipeline",
+    "resolver.stream.stream_pipeline",
     "resolver.timetravel.as_of",
     "resolver.maintenance.optimize",
     "resolver.maintenance.vacuum",

@@ -220,3 +220,26 @@ def test_cli_checks_its_arguments_before_spark(cli: Callable[..., int], lake: st
     assert str(error.value) == (
         f"lake {Path(lake) / 'nope'} not found, expected a folder written by resolver ingest or resolver run"
     )
+
+
+def test_a_lake_named_by_a_uri_is_listed_and_maintained_through_spark(
+    spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    from resolver.hadoop_files import HadoopFiles
+    from resolver.lake_tables import select_tables
+
+    copy = tmp_path_factory.mktemp("maintenance_uri") / "lake"
+    shutil.copytree(sample_lake(spark, tmp_path_factory.getbasetemp()), copy)
+    path, uri = str(copy), f"file://{copy}"
+    files = HadoopFiles(spark)
+    assert lake_tables(uri, files) == lake_tables(path)
+    chosen = select_tables(uri, ["public.customers"], files)
+    assert chosen == select_tables(path, ["public.customers"]) and len(chosen) == 3
+    rows = _content(spark, path, chosen)
+    done = optimize(spark, uri, ["public.customers"])
+    assert [t["table"] for t in done] == chosen
+    assert all(t["files_after"] <= t["files_before"] for t in done)
+    assert _content(spark, path, chosen) == rows
+    listed = vacuum(spark, uri, retain_hours=0, tables=["public.customers"], dry_run=True, force=True)
+    assert [t["table"] for t in listed] == chosen
+    assert sum(len(t["files_to_delete"]) for t in listed) >= sum(t["files_removed"] for t in done) > 0

@@ -84,8 +84,7 @@ def test_a_growing_landing_folder_with_killed_runs_equals_postgresql(
         pg_server.drop_database("run_growing")
     lines = cap.lines[2]
     rng = random.Random(SEED)
-    cuts = sorted(rng.sample(range(1, len(lines)), FILES - 1))  # anywhere: inside transactions too
-    files = [lines[a:b] for a, b in zip([0, *cuts], [*cuts, len(lines)], strict=True)]
+    files = d.cut_into_files(lines, FILES, rng)  # anywhere: inside transactions too
     ends, n = {}, 0
     for frame in cap.frames[2]:
         n += len(frame.lines)

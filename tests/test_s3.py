@@ -1,10 +1,12 @@
 """The landing folder and the lake on a real S3-compatible server (moto's, started by the test on a free
 loopback port and stopped after): ``resolver run`` in a child process, as a user runs it against S3
 (``--packages org.apache.hadoop:hadoop-aws:3.4.1`` and ``--conf spark.hadoop.fs.s3a.*``), over a landing
-folder that grows while a run is killed with SIGKILL in the middle of a batch, then run again. Ground truth is
-a real PostgreSQL: the lake (copied down from the server) equals the database as of every commit (the
-differential check of tests/difftest.py), the ledger names the landed objects by their ``s3a://`` URIs, and
-the lock the killed run left in the lake's lock table was taken over and released."""
+folder that grows while a run is killed with SIGKILL in the middle of a batch; then the same pipeline as a
+streaming query (``--stream --once``, its checkpoint in the lake on S3) killed in its first micro-batch and
+started again. Ground truth is a real PostgreSQL: the lake (copied down from the server) equals the database
+as of every commit (the differential check of tests/difftest.py), the ledger names the landed objects by
+their ``s3a://`` URIs, and the locks the killed processes left in the lake's lock table were taken over and
+released."""
 
 from __future__ import annotations
 
@@ -136,8 +138,7 @@ def test_resolver_run_on_s3_with_a_killed_run_equals_postgresql(
         pg_server.drop_database("s3_run")
     lines = cap.lines[2]
     rng = random.Random(SEED)
-    cuts = sorted(rng.sample(range(1, len(lines)), FILES - 1))  # anywhere: inside transactions too
-    files = [lines[a:b] for a, b in zip([0, *cuts], [*cuts, len(lines)], strict=True)]
+    files = d.cut_into_files(lines, FILES, rng)  # anywhere: inside transactions too
     lake = f"s3a://{BUCKET}/lake"
     pipeline = tmp_path / "pipeline.yaml"
     source = f"source: {{path: 's3a://{BUCKET}/landing/', format: wal2json-v2}}"
@@ -149,7 +150,11 @@ def test_resolver_run_on_s3_with_a_killed_run_equals_postgresql(
     assert status == -signal.SIGKILL, "the run ended before the kill point:\n" + printed
     for i in range(4, FILES):  # more files land while the lake is half-written
         s3.put(f"landing/{i:04d}.json", files[i])
-    status, printed = _resolver(["run", str(pipeline), "--wait", "300", *s3.conf()])
+    stream = ["run", str(pipeline), "--stream", "--once", *s3.conf()]
+    status, printed = _resolver(stream, kill_at="done (1)")  # the stream's 1st micro-batch, cut short
+    assert status == -signal.SIGKILL, "the stream ended before the kill point:\n" + printed
+    assert "taking over the lock" in printed, printed
+    status, printed = _resolver([*stream, "--wait", "300"])
     assert status == 0, printed
     assert "taking over the lock" in printed, printed
     local = tmp_path / "lake"
@@ -159,5 +164,6 @@ def test_resolver_run_on_s3_with_a_killed_run_equals_postgresql(
     assert not (local / "quarantine").exists(), "a transaction cut by a file boundary was quarantined"
     ledger = spark.read.format("delta").load(str(local / "_resolver" / "ledger")).select("path").collect()
     assert {row["path"] for row in ledger} == {f"s3a://{BUCKET}/landing/{i:04d}.json" for i in range(FILES)}
+    assert (local / "_resolver" / "stream" / "commits").is_dir()  # the stream's checkpoint, in the lake
     lock = spark.read.format("delta").load(str(local / "_resolver" / "lock")).collect()
     assert [(row["slot"], row["holder"]) for row in lock] == [(0, None)]

@@ -1,0 +1,94 @@
+"""``resolver run PIPELINE.yaml``: the command line of scheduled runs (``resolver.run``) and of the
+streaming mode (``--stream``, ``resolver.stream``). Exit statuses as every command's (``resolver.cli``)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from resolver.spark_options import add_spark_arguments, session
+
+__all__ = ["add_run", "run"]
+
+EXIT_OK, EXIT_PARTIAL = 0, 3
+#: how long a streaming micro-batch waits for another run's lock unless --wait says otherwise
+STREAM_WAIT_SECONDS = 600.0
+
+
+def add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    run_parser = commands.add_parser(
+        "run",
+        help="apply every new file of a pipeline's source exactly once (scheduled runs, or --stream)",
+        description="Read a pipeline file (docs/pipelines.md), take the lake's lock, and apply the source "
+        "files not yet in the lake's ledger (_resolver/ledger), in name order, in batches. A run killed at "
+        "any point is completed by the next one, with nothing lost or doubled. Tables are applied "
+        "concurrently; a table that fails does not stop the others (exit status 3). Progress goes to "
+        "stderr, the summary to stdout. With --stream the pipeline runs as a Structured Streaming query "
+        "(docs/streaming.md): a micro-batch every stream.trigger_seconds until stopped (SIGINT/SIGTERM stop "
+        "it after the micro-batch under way), or with --once everything landed so far, then exit.",
+        epilog="examples:\n"
+        "  resolver run pipeline.yaml\n"
+        "  resolver run pipeline.yaml --json > run.json      # for schedulers\n"
+        "  resolver run pipeline.yaml --wait 600             # wait up to 10 minutes for another run\n"
+        "  resolver run pipeline.yaml --stream               # a streaming query, until stopped\n"
+        "  resolver run pipeline.yaml --stream --once        # availableNow: what has landed, then exit\n"
+        "\nexit status: 0 done, 1 unexpected failure, 2 misconfiguration, 3 some tables failed, "
+        "4 lake locked",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run_parser.add_argument("pipeline", metavar="PIPELINE.yaml", help="the pipeline file")
+    run_parser.add_argument("--json", action="store_true", help="print the summary as JSON (stdout)")
+    run_parser.add_argument(
+        "--wait",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="wait this long for another run's lock (default 0; with --stream, each micro-batch waits "
+        f"up to {STREAM_WAIT_SECONDS:.0f})",
+    )
+    run_parser.add_argument(
+        "--stream", action="store_true", help="run as a Structured Streaming query over the source"
+    )
+    run_parser.add_argument(
+        "--once", action="store_true", help="with --stream: process what has landed (availableNow), then exit"
+    )
+    run_parser.add_argument(
+        "--quiet", action="store_true", help="no progress lines, only warnings and errors"
+    )
+    add_spark_arguments(run_parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from resolver.errors import ConfigError
+    from resolver.pipeline import load_pipeline
+
+    if args.once and not args.stream:
+        raise ConfigError("found --once without --stream (expected --stream --once, or neither)")
+    logging.basicConfig(
+        level=logging.WARNING if args.quiet else logging.INFO,
+        format="resolver: %(message)s",
+        stream=sys.stderr,
+    )
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    pipeline = load_pipeline(args.pipeline)  # fail fast, before starting Spark
+    if pipeline.schemas:
+        from resolver.tableschema import load_schemas
+
+        load_schemas(pipeline.schemas)
+    spark = session(args)
+    if args.stream:
+        from resolver.stream import run_stream
+
+        wait = STREAM_WAIT_SECONDS if args.wait is None else args.wait
+        summary = run_stream(spark, pipeline, once=args.once, wait_seconds=wait)
+    else:
+        from resolver.run import run_pipeline
+
+        summary = run_pipeline(spark, pipeline, wait_seconds=args.wait or 0.0)
+    if args.json:
+        print(summary.model_dump_json(indent=2))
+    else:
+        for line in summary.lines():
+            print(line)
+    return EXIT_PARTIAL if summary.failed_tables else EXIT_OK

@@ -1,0 +1,187 @@
+"""``resolver run PIPELINE.yaml --stream``: a pipeline as a Structured Streaming query.
+
+Spark's file source watches the landing folder (format ``binaryFile``, reading only the files' paths: their
+content is read by the batch, as ``resolver run`` reads it) and hands each micro-batch's files to a
+``foreachBatch`` function, which applies them as ``resolver run`` would: under the lake's lock, the files
+not in the ledger, in name order, with the neighbouring files of a format-2 stream, recorded in the ledger
+once every table was applied (``resolver.run.apply_new_files``). A micro-batch applies its own files only.
+
+Exactly once, as the ledger: the query's checkpoint (``stream.checkpoint``, by default
+``<lake>/_resolver/stream``) records the files of each micro-batch before it runs and commits the
+micro-batch after ``foreachBatch`` returns. A micro-batch cut short by a crash is run again with the same
+files when the query starts again; what it had applied is applied again without effect (every step is
+idempotent) and files already in the ledger are skipped. A micro-batch in which a table failed raises, so
+the query stops before committing it, and its files are applied again on the next start (or by
+``resolver run``, which shares the ledger).
+
+Triggers: a processing-time trigger every ``stream.trigger_seconds`` until the query is stopped, or
+``availableNow`` (``once=True``): everything that has landed, in micro-batches of at most
+``max_files_per_batch`` files, then the query ends by itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from resolver.lake import inside
+from resolver.lock import lake_lock, session_pids
+from resolver.models import RunSummary
+from resolver.pipeline import Pipeline, load_pipeline
+from resolver.run import apply_new_files, new_run_id
+from resolver.tableschema import load_schemas
+
+__all__ = ["StreamProgress", "checkpoint_path", "run_stream", "stream_pipeline"]
+
+log = logging.getLogger("resolver.run")
+
+#: the schema of Spark's binaryFile source (a streaming file source needs it given)
+_BINARY_FILE = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"
+
+
+@dataclass
+class StreamProgress:
+    """What a streaming pipeline's micro-batches did: one ``RunSummary`` per micro-batch, and the error that
+    stopped the query when one did (the micro-batch function's own exception, not Spark's wrapper)."""
+
+    summaries: list[RunSummary] = field(default_factory=list)
+    error: BaseException | None = None
+
+    def summary(self, run_id: str, lake: str, seconds: float) -> RunSummary:
+        """The micro-batches' summaries added up, as one run's."""
+        s = self.summaries
+        return RunSummary(
+            run_id=run_id,
+            lake=lake,
+            files_seen=s[-1].files_seen if s else 0,
+            files_new=sum(x.files_new for x in s),
+            files_applied=sum(x.files_applied for x in s),
+            batches=[b for x in s for b in x.batches],
+            failed_tables={k: v for x in s for k, v in x.failed_tables.items()},
+            seconds=seconds,
+        )
+
+
+class TablesFailed(RuntimeError):
+    """A micro-batch in which some tables failed: the query stops before committing it."""
+
+
+def checkpoint_path(pipeline: Pipeline) -> str:
+    """Where a pipeline's streaming query keeps its checkpoint."""
+    return pipeline.stream.checkpoint or inside(pipeline.lake, "_resolver", "stream")
+
+
+def stream_pipeline(
+    spark: SparkSession,
+    pipeline: Pipeline | str,
+    *,
+    once: bool = False,
+    wait_seconds: float = 600.0,
+    progress: StreamProgress | None = None,
+) -> StreamingQuery:
+    """Start the pipeline as a streaming query (see the module docstring) and return it. Each micro-batch
+    waits up to ``wait_seconds`` for another run's lock; ``progress`` collects what the micro-batches did.
+
+    Example::
+
+        from resolver import local_session, stream_pipeline
+        from resolver.stream import StreamProgress
+        progress = StreamProgress()
+        # once=True: what has landed (availableNow), then the query ends; without it, it runs until stopped
+        query = stream_pipeline(local_session(), "pipeline.yaml", once=True, progress=progress)
+        query.awaitTermination()
+        print([s.files_applied for s in progress.summaries])
+    """
+    if isinstance(pipeline, str):
+        pipeline = load_pipeline(pipeline)
+    schemas = load_schemas(pipeline.schemas) if pipeline.schemas else None
+    progress = progress if progress is not None else StreamProgress()
+    lake = pipeline.lake
+
+    def apply(files: DataFrame, batch_id: int) -> None:
+        # the micro-batch's file names (a few short strings on the driver; no event goes through it)
+        names = {_listed(r["path"]) for r in files.select("path").collect()}
+        run_id = f"{new_run_id()}-{batch_id}"
+        log.info("micro-batch %d: %d file(s)", batch_id, len(names))
+        try:
+            with lake_lock(lake, run_id, wait_seconds, helper_pids=session_pids(spark), spark=spark):
+                summary = apply_new_files(spark, pipeline, schemas, run_id, only=names)
+        except BaseException as e:
+            progress.error = e
+            raise
+        progress.summaries.append(summary)
+        if summary.failed_tables:
+            progress.error = TablesFailed(", ".join(sorted(summary.failed_tables)))
+            raise progress.error
+        log.info("micro-batch %d: %d file(s) applied", batch_id, summary.files_applied)
+
+    source = (
+        spark.readStream.format("binaryFile")
+        .schema(_BINARY_FILE)
+        .option("maxFilesPerTrigger", pipeline.max_files_per_batch)
+        .load(pipeline.source.path)
+        .select("path")
+    )
+    writer = source.writeStream.foreachBatch(apply).option("checkpointLocation", checkpoint_path(pipeline))
+    if once:
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=f"{pipeline.stream.trigger_seconds} seconds")
+    return writer.queryName(f"resolver {lake}").start()
+
+
+def run_stream(
+    spark: SparkSession, pipeline: Pipeline, *, once: bool, wait_seconds: float = 600.0
+) -> RunSummary:
+    """Run the streaming query until it ends (``once``) or is stopped by SIGINT or SIGTERM (after the
+    micro-batch under way), and return what it did as one run's summary. A micro-batch whose tables failed
+    ends it with those tables in ``failed_tables``; any other error of a micro-batch is raised as it was."""
+    started = time.monotonic()
+    progress = StreamProgress()
+    query = stream_pipeline(spark, pipeline, once=once, wait_seconds=wait_seconds, progress=progress)
+    stop = threading.Event()
+    restore = _on_stop_signals(stop)
+    try:
+        while query.isActive:
+            if stop.is_set() and not query.status["isTriggerActive"]:
+                log.info("stopping the stream (signal)")
+                query.stop()
+            try:
+                query.awaitTermination(1)
+            except Exception:  # the query failed: progress.error says why, when it came from a micro-batch
+                if progress.error is None:
+                    raise
+                break
+    finally:
+        restore()
+    if progress.error is not None and not isinstance(progress.error, TablesFailed):
+        raise progress.error
+    return progress.summary(new_run_id(), pipeline.lake, time.monotonic() - started)
+
+
+def _listed(path: str) -> str:
+    """A path as the source listing names it (local files by their absolute path, others as URIs)."""
+    if path.startswith("file://"):  # Hadoop names a local file file:/abs/path, not percent-encoded
+        return path[len("file://") :]
+    return path[len("file:") :] if path.startswith("file:") else path
+
+
+def _on_stop_signals(stop: threading.Event) -> Callable[[], None]:
+    """Set ``stop`` on SIGINT and SIGTERM (main thread only); returns what puts the old handlers back."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def handler(signum: int, _frame: Any) -> None:
+        log.info("signal %d: the stream stops after the micro-batch under way", signum)
+        stop.set()
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    return lambda: [signal.signal(s, h) for s, h in old.items()] and None

@@ -1,0 +1,176 @@
+"""``resolver run --stream``: the pipeline as a Structured Streaming query. A continuous stream over a landing
+folder that grows while it runs, killed with SIGKILL in a micro-batch and started again, then stopped with
+SIGTERM; ``--stream --once`` after a scheduled run on the same lake; a micro-batch whose table failed stops
+the query uncommitted and is applied on the next start. Ground truth is a real PostgreSQL (the differential
+check of tests/difftest.py) and the sample stream's expected tables."""
+
+from __future__ import annotations
+
+import os
+import queue
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from resolver import run_pipeline
+from resolver.cli import main
+from resolver.lake import snapshot_path
+from resolver.pipeline import load_pipeline
+from resolver.run import ledger_path
+from resolver.stream import checkpoint_path, run_stream
+from tests import difftest as d
+from tests.pgharness import PgServer, write_lines
+from tests.samplelake import sample_lake_problems
+
+pytestmark = [pytest.mark.spark, pytest.mark.postgres]
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED = 37
+TRANSACTIONS = 30
+FILES = 6
+
+
+def _pipeline(folder: Path, **extra: str) -> Path:
+    lines = [
+        "source: {path: landing/, format: wal2json-v2}",
+        "lake: lake/",
+        "max_files_per_batch: 2",
+        *[f"{k}: {v}" for k, v in extra.items()],
+    ]
+    path = folder / "pipeline.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    (folder / "landing").mkdir(exist_ok=True)
+    return path
+
+
+class _Stream:
+    """``resolver run PIPELINE --stream`` in a child process, its progress lines read as they come."""
+
+    def __init__(self, pipeline: Path) -> None:
+        env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "resolver", "run", str(pipeline), "--stream"],
+            stderr=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.seen: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.put(line.rstrip())
+        self.lines.put(None)
+
+    def until(self, wanted: str, timeout: float = 600) -> str:
+        """The first progress line from now on that contains ``wanted``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            line = self.lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            if line is None:
+                raise AssertionError(f"the stream ended before {wanted!r}:\n" + "\n".join(self.seen))
+            self.seen.append(line)
+            if line.startswith("resolver: ") and wanted in line:
+                return line
+
+    def applied_until(self, files: int) -> None:
+        """Wait for micro-batches that applied ``files`` files in all."""
+        done = 0
+        while done < files:
+            line = self.until("file(s) applied")
+            done += int(line.split(": ")[-1].split()[0])
+
+    def stop(self, sig: int) -> tuple[int, str]:
+        self.proc.send_signal(sig)
+        out, _ = self.proc.communicate(timeout=300)
+        return self.proc.returncode, out
+
+
+def test_a_killed_stream_over_a_growing_folder_equals_postgresql(
+    spark: SparkSession, pg_server: PgServer, tmp_path: Path
+) -> None:
+    db = pg_server.create_database("stream_growing")
+    try:
+        cap = d.capture_workload(db, SEED, TRANSACTIONS)
+    finally:
+        pg_server.drop_database("stream_growing")
+    lines = cap.lines[2]
+    rng = random.Random(SEED)
+    files = d.cut_into_files(lines, FILES, rng)  # anywhere: inside transactions too
+    pipeline = _pipeline(tmp_path, stream="{trigger_seconds: 1}")
+    landing, lake = tmp_path / "landing", tmp_path / "lake"
+    now = int(time.time())
+    for i in range(4):
+        write_lines(landing / f"{i:04d}.json", files[i])
+        os.utime(landing / f"{i:04d}.json", (now - 60 + i, now - 60 + i))  # the file source's order: by time
+    first = _Stream(pipeline)
+    first.until("done (1)")  # a table of the first micro-batch written, the others not yet
+    status, _ = first.stop(signal.SIGKILL)
+    assert status == -signal.SIGKILL
+    again = _Stream(pipeline)
+    again.applied_until(4)  # the killed micro-batch again, then the next
+    for i in range(4, FILES):  # more files land while the stream runs, each whole (a hidden name, renamed)
+        write_lines(landing / f".{i:04d}.json.tmp", files[i])
+        os.rename(landing / f".{i:04d}.json.tmp", landing / f"{i:04d}.json")
+    again.applied_until(FILES - 4)
+    status, out = again.stop(signal.SIGTERM)
+    assert status == 0, "\n".join(again.seen)
+    assert "status               ok" in out, out
+    problems = d.check_lake(d.collect_silver(spark, lake, d.tables_for(2)), cap.timeline[2], d.tables_for(2))
+    assert not problems, "\n".join(problems[:30])
+    assert not (lake / "quarantine").exists(), "a transaction cut by a file boundary was quarantined"
+    ledger = spark.read.format("delta").load(ledger_path(str(lake))).select("path").collect()
+    assert sorted(r["path"] for r in ledger) == [str(landing / f"{i:04d}.json") for i in range(FILES)]
+    assert os.path.isdir(checkpoint_path(load_pipeline(pipeline)))
+
+
+def test_stream_once_after_a_scheduled_run_applies_only_the_new_files(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    sample = (ROOT / "samples/wal2json-v2/0001.json").read_bytes().splitlines()
+    parts = [sample[:9], sample[9:20], sample[20:]]  # cut inside transactions
+    pipeline_file = _pipeline(tmp_path)
+    landing, lake = tmp_path / "landing", tmp_path / "lake"
+    write_lines(landing / "0001.json", parts[0])
+    assert run_pipeline(spark, str(pipeline_file)).files_applied == 1
+    write_lines(landing / "0002.json", parts[1])
+    write_lines(landing / "0003.json", parts[2])
+    pipeline = load_pipeline(pipeline_file)
+    summary = run_stream(spark, pipeline, once=True)
+    assert (summary.status, summary.files_new, summary.files_applied) == ("ok", 2, 2)
+    assert sample_lake_problems(lake) == 0
+    assert not (lake / "quarantine").exists()
+    idle = run_stream(spark, pipeline, once=True)  # the checkpoint holds every file: no micro-batch
+    assert (idle.status, idle.files_new, idle.batches) == ("idle", 0, [])
+    ledger = spark.read.format("delta").load(ledger_path(str(lake))).select("path", "run_id").collect()
+    assert len(ledger) == 3
+
+
+def test_a_micro_batch_whose_table_failed_is_applied_on_the_next_start(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    schemas = tmp_path / "schemas"
+    schemas.mkdir()
+    strict = "table: public.orders\nunknown_columns: fail\ncolumns:\n  - {name: customer_id}\n"
+    (schemas / "public.orders.yaml").write_text(strict)
+    pipeline = _pipeline(tmp_path, schemas="schemas/")
+    (tmp_path / "landing" / "0001.json").write_bytes((ROOT / "samples/wal2json-v2/0001.json").read_bytes())
+    lake = str(tmp_path / "lake")
+    assert main(["run", str(pipeline), "--once"]) == 2  # --once is a streaming option
+    assert main(["run", str(pipeline), "--stream", "--once", "--quiet"]) == 3
+    assert spark.read.format("delta").load(snapshot_path(lake, "public.customers")).count() == 6
+    assert not os.path.exists(snapshot_path(lake, "public.orders"))
+    (schemas / "public.orders.yaml").unlink()
+    assert main(["run", str(pipeline), "--stream", "--once", "--quiet"]) == 0  # the same micro-batch again
+    assert spark.read.format("delta").load(snapshot_path(lake, "public.orders")).count() == 3
+    assert run_pipeline(spark, str(pipeline)).files_new == 0  # and it is in the ledger
