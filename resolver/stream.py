@@ -22,6 +22,7 @@ Triggers: a processing-time trigger every ``stream.trigger_seconds`` until the q
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
@@ -35,6 +36,7 @@ from pyspark.sql.streaming import StreamingQuery
 from resolver.lake import inside
 from resolver.lock import lake_lock, session_pids
 from resolver.models import RunSummary
+from resolver.paths import is_uri
 from resolver.pipeline import Pipeline, load_pipeline
 from resolver.run import apply_new_files, new_run_id
 from resolver.tableschema import load_schemas
@@ -127,7 +129,7 @@ def stream_pipeline(
         spark.readStream.format("binaryFile")
         .schema(_BINARY_FILE)
         .option("maxFilesPerTrigger", pipeline.max_files_per_batch)
-        .load(pipeline.source.path)
+        .load(_absolute(pipeline.source.path))
         .select("path")
     )
     writer = source.writeStream.foreachBatch(apply).option("checkpointLocation", checkpoint_path(pipeline))
@@ -165,6 +167,11 @@ def run_stream(
     if progress.error is not None and not isinstance(progress.error, TablesFailed):
         raise progress.error
     return progress.summary(new_run_id(), pipeline.lake, time.monotonic() - started)
+
+
+def _absolute(path: str) -> str:
+    """A plain path made absolute here (the JVM resolves relative paths against its own working folder)."""
+    return path if is_uri(path) else os.path.abspath(path)
 
 
 def _listed(path: str) -> str:
