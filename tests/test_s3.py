@@ -66,6 +66,8 @@ class S3:
         pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)  # type: ignore[attr-defined]
         for page in pages:
             for obj in page.get("Contents", []):
+                if obj["Key"].endswith("/"):  # a folder marker (Hadoop's mkdirs on S3 writes them)
+                    continue
                 target = to / obj["Key"][len(prefix) :].lstrip("/")
                 target.parent.mkdir(parents=True, exist_ok=True)
                 self.client.download_file(BUCKET, obj["Key"], str(target))  # type: ignore[attr-defined]
