@@ -30,7 +30,7 @@ from typing import Any
 from resolver.models import Format
 from resolver.pgtypes import spark_type
 from resolver.wal2json import Event, format_lsn, parse_lsn, read_lines
-from tests.pgharness import SESSION_SETTINGS, PgDatabase, write_lines
+from tests.pgharness import SESSION_SETTINGS, PgDatabase, PgServer, write_lines
 
 MAX_LSN = 2**63 - 1
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -1235,3 +1235,16 @@ def capture_workload(db: PgDatabase, seed: int, count: int) -> Capture:
             c = by_lsn.get(e["commit_lsn"])
             assert c is not None and e["xid"] == c.xid and e["commit_time"] == c.time, f"reader event {e}"
     return Capture(seed, txns, commits, lines, frames, timeline, events)
+
+
+def landed_files(
+    pg_server: PgServer, name: str, seed: int, transactions: int, count: int
+) -> tuple[Capture, list[list[str]]]:
+    """The seed's workload run on a database of its own (dropped after), and its format-2 capture cut into
+    ``count`` files as a shipper would land them (``cut_into_files``)."""
+    db = pg_server.create_database(name)
+    try:
+        cap = capture_workload(db, seed, transactions)
+    finally:
+        pg_server.drop_database(name)
+    return cap, cut_into_files(cap.lines[2], count, random.Random(seed))

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -77,14 +76,9 @@ def _kill_at(pipeline: Path, marker: str) -> str:
 def test_a_growing_landing_folder_with_killed_runs_equals_postgresql(
     spark: SparkSession, pg_server: PgServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    db = pg_server.create_database("run_growing")
-    try:
-        cap = d.capture_workload(db, SEED, TRANSACTIONS)
-    finally:
-        pg_server.drop_database("run_growing")
-    lines = cap.lines[2]
-    rng = random.Random(SEED)
-    files = d.cut_into_files(lines, FILES, rng)  # anywhere: inside transactions too
+    cap, files = d.landed_files(
+        pg_server, "run_growing", SEED, TRANSACTIONS, FILES
+    )  # cut inside transactions too
     ends, n = {}, 0
     for frame in cap.frames[2]:
         n += len(frame.lines)

@@ -11,7 +11,6 @@ released."""
 from __future__ import annotations
 
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -33,8 +32,8 @@ boto3 = pytest.importorskip("boto3")  # the [test] extra installs it (with moto[
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = 31
-TRANSACTIONS = 30
-FILES = 6
+TRANSACTIONS = 20
+FILES = 4
 BUCKET = "cdc"
 #: the Hadoop S3 connector of Spark 4.0's Hadoop (3.4.1): what a user adds to reach s3a:// from a laptop
 PACKAGES = "org.apache.hadoop:hadoop-aws:3.4.1"
@@ -133,24 +132,17 @@ def _resolver(args: list[str], kill_at: str | None = None) -> tuple[int, str]:
 def test_resolver_run_on_s3_with_a_killed_run_equals_postgresql(
     spark: SparkSession, pg_server: PgServer, s3: S3, tmp_path: Path
 ) -> None:
-    db = pg_server.create_database("s3_run")
-    try:
-        cap = d.capture_workload(db, SEED, TRANSACTIONS)
-    finally:
-        pg_server.drop_database("s3_run")
-    lines = cap.lines[2]
-    rng = random.Random(SEED)
-    files = d.cut_into_files(lines, FILES, rng)  # anywhere: inside transactions too
+    cap, files = d.landed_files(pg_server, "s3_run", SEED, TRANSACTIONS, FILES)  # cut inside transactions too
     lake = f"s3a://{BUCKET}/lake"
     pipeline = tmp_path / "pipeline.yaml"
     source = f"source: {{path: 's3a://{BUCKET}/landing/', format: wal2json-v2}}"
     pipeline.write_text(f"{source}\nlake: '{lake}'\nmax_files_per_batch: 2\n")
     tables = d.tables_for(2)
-    for i in range(4):
+    for i in range(2):
         s3.put(f"landing/{i:04d}.json", files[i])
     status, printed = _resolver(["run", str(pipeline), *s3.conf()], kill_at="done (1)")  # in its 1st batch
     assert status == -signal.SIGKILL, "the run ended before the kill point:\n" + printed
-    for i in range(4, FILES):  # more files land while the lake is half-written
+    for i in range(2, FILES):  # more files land while the lake is half-written
         s3.put(f"landing/{i:04d}.json", files[i])
     stream = ["run", str(pipeline), "--stream", "--once", *s3.conf()]
     status, printed = _resolver(stream, kill_at="done (1)")  # the stream's 1st micro-batch, cut short

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import queue
-import random
 import signal
 import subprocess
 import sys
@@ -99,14 +98,9 @@ class _Stream:
 def test_a_killed_stream_over_a_growing_folder_equals_postgresql(
     spark: SparkSession, pg_server: PgServer, tmp_path: Path
 ) -> None:
-    db = pg_server.create_database("stream_growing")
-    try:
-        cap = d.capture_workload(db, SEED, TRANSACTIONS)
-    finally:
-        pg_server.drop_database("stream_growing")
-    lines = cap.lines[2]
-    rng = random.Random(SEED)
-    files = d.cut_into_files(lines, FILES, rng)  # anywhere: inside transactions too
+    cap, files = d.landed_files(
+        pg_server, "stream_growing", SEED, TRANSACTIONS, FILES
+    )  # cut inside transactions too
     pipeline = _pipeline(tmp_path, stream="{trigger_seconds: 1}")
     landing, lake = tmp_path / "landing", tmp_path / "lake"
     now = int(time.time())
