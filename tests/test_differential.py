@@ -46,12 +46,13 @@ from tests.pgharness import PgServer
 
 pytestmark = [pytest.mark.spark, pytest.mark.postgres]
 
-#: The lakes CI builds, as (seed, wal2json format, scenario): two seeds, both formats, batches in order (each
-#: newer than all the lake held: the history is MERGEd straight from the versions), reordered and replayed
-#: (late events: the versions are diffed against the history), and pairs of lakes of one seed to compare
-#: (v2 replayed vs v2 in order, v1 shuffled vs v2 whole): 12 ingest calls. The time is nearly all ingest
-#: calls (about a minute each on a quiet 2-core machine); DIFF_SEEDS builds them all.
-CI_PLAN = ((1, 2, "replayed"), (1, 2, "in-order"), (2, 1, "shuffled"), (2, 2, "whole"))
+#: The lakes CI builds, as (seed, wal2json format, scenario): two seeds, both formats, reordered and replayed
+#: (late events: the versions are diffed against the history), and a pair of lakes of one seed to compare
+#: (v1 shuffled vs v2 whole): 9 ingest calls. Batches in order (each newer than all the lake held: the history
+#: is MERGEd straight from the versions) are compared with PostgreSQL at every commit by tests/test_run.py,
+#: tests/test_stream.py and tests/test_s3.py, so CI does not build that lake here (DIFF_SEEDS does). The time
+#: is nearly all ingest calls (about a minute each on a quiet 2-core machine).
+CI_PLAN = ((1, 2, "replayed"), (2, 1, "shuffled"), (2, 2, "whole"))
 BATCHES = 3
 
 
