@@ -32,8 +32,8 @@ pytestmark = [pytest.mark.spark, pytest.mark.postgres]
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = 37
-TRANSACTIONS = 30
-FILES = 6
+TRANSACTIONS = 20
+FILES = 5
 
 
 def _pipeline(folder: Path, **extra: str) -> Path:
