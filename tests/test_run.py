@@ -142,13 +142,21 @@ def test_two_runs_at_once(spark: SparkSession, tmp_path: Path, capsys: pytest.Ca
     assert ledger.count() == 2
 
 
-def test_a_failing_table_does_not_stop_the_others(spark: SparkSession, tmp_path: Path) -> None:
-    schemas = tmp_path / "schemas"
+def failing_orders_pipeline(folder: Path) -> Path:
+    """A pipeline over the sample stream whose schema file fails public.orders (a column it does not list,
+    with ``unknown_columns: fail``); ``schemas/public.orders.yaml`` is the file to remove to fix it."""
+    schemas = folder / "schemas"
     schemas.mkdir()
     strict = "table: public.orders\nunknown_columns: fail\ncolumns:\n  - {name: customer_id}\n"
     (schemas / "public.orders.yaml").write_text(strict)
-    pipeline = _pipeline(tmp_path, schemas="schemas/")
-    (tmp_path / "landing" / "0001.json").write_bytes((ROOT / "samples/wal2json-v2/0001.json").read_bytes())
+    pipeline = _pipeline(folder, schemas="schemas/")
+    (folder / "landing" / "0001.json").write_bytes((ROOT / "samples/wal2json-v2/0001.json").read_bytes())
+    return pipeline
+
+
+def test_a_failing_table_does_not_stop_the_others(spark: SparkSession, tmp_path: Path) -> None:
+    pipeline = failing_orders_pipeline(tmp_path)
+    schemas = tmp_path / "schemas"
     lake = str(tmp_path / "lake")
     summary = run_pipeline(spark, str(pipeline))
     assert summary.status == "partial" and list(summary.failed_tables) == ["public.orders"]

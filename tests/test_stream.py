@@ -27,6 +27,7 @@ from resolver.stream import checkpoint_path, run_stream
 from tests import difftest as d
 from tests.pgharness import PgServer, write_lines
 from tests.samplelake import sample_lake_problems
+from tests.test_run import failing_orders_pipeline
 
 pytestmark = [pytest.mark.spark, pytest.mark.postgres]
 
@@ -153,12 +154,8 @@ def test_stream_once_after_a_scheduled_run_applies_only_the_new_files(
 def test_a_micro_batch_whose_table_failed_is_applied_on_the_next_start(
     spark: SparkSession, tmp_path: Path
 ) -> None:
+    pipeline = failing_orders_pipeline(tmp_path)
     schemas = tmp_path / "schemas"
-    schemas.mkdir()
-    strict = "table: public.orders\nunknown_columns: fail\ncolumns:\n  - {name: customer_id}\n"
-    (schemas / "public.orders.yaml").write_text(strict)
-    pipeline = _pipeline(tmp_path, schemas="schemas/")
-    (tmp_path / "landing" / "0001.json").write_bytes((ROOT / "samples/wal2json-v2/0001.json").read_bytes())
     lake = str(tmp_path / "lake")
     assert main(["run", str(pipeline), "--once"]) == 2  # --once is a streaming option
     assert main(["run", str(pipeline), "--stream", "--once", "--quiet"]) == 3
