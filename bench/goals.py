@@ -46,6 +46,7 @@ QUICK = Scale(
     10_000, 1_000_000, 1_000, 200_000, 100_000, 2_000, 5, 3, False,
 )  # fmt: skip
 HISTORY_VERSIONS = 5
+G3_JOBS = 25  # issue 15: the Spark jobs of a common table-batch (no key change, no schema change)
 
 
 @dataclass
@@ -238,6 +239,9 @@ class Bench:
         rows = s.history_keys * HISTORY_VERSIONS
         self.log(f"  G2 history: {s.batch:,} upserts into a {rows:,}-row history")
         ours = self.ours(self.lake(target), events)
+        # issue 15's targets: at least even with the recipes at quick scale, 3x at full scale (the recipes
+        # copy the whole history, so they fall behind as it grows)
+        g2_target = ">= 3" if s.discard_first else ">= 1"
         out = []
         for name, check, fn, cols in (
             ("Delta docs' SCD2 recipe", "delta docs SCD2", delta_docs.scd2, delta_docs.SCD2_COLUMNS),
@@ -245,7 +249,7 @@ class Bench:
         ):
             goal = f"G2 history apply vs {name}, {rows:,}-row history"
             if check in self.refused:
-                out.append(Goal(goal, None, ">= 3", None, note=f"not timed: {self.refused[check]}"))
+                out.append(Goal(goal, None, g2_target, None, note=f"not timed: {self.refused[check]}"))
                 continue
             self.log(f"  G2 {name}")
             theirs = self.baseline(fn, events, self.table(target, cols))
@@ -254,8 +258,8 @@ class Bench:
                 Goal(
                     goal,
                     ratio,
-                    ">= 3",
-                    _ok(ratio, ">= 3"),
+                    g2_target,
+                    _ok(ratio, g2_target),
                     [
                         _runs_text("ours", ours),
                         _runs_text(name, theirs),
@@ -296,23 +300,20 @@ class Bench:
         append = self._series(setup)
         ratio = _med(ours) / _med(append)
         jobs = statistics.median(r.jobs for r in ours)
-        passed = _ok(ratio, "<= 3") and jobs <= 10
+        passed = _ok(ratio, "<= 10") and jobs <= G3_JOBS  # issue 15's targets for this step
         return Goal(
-            "G3 100-event batch vs a plain Delta append of 100 rows (and <= 10 Spark jobs)",
+            f"G3 100-event batch vs a plain Delta append of 100 rows (and <= {G3_JOBS} Spark jobs)",
             ratio,
-            "<= 3",
+            "<= 10",
             passed,
             [_runs_text("ours", ours), _runs_text("append", append), f"ours: {_merge_text(ours[-1])}"],
-            note=f"{jobs:.0f} Spark jobs per batch (budget 8 snapshot / 10 history; every apply writes both)",
+            note=f"{jobs:.0f} Spark jobs per batch (issue 15: <= {G3_JOBS})",
             why=f"The fixed cost: {jobs:.0f} Spark jobs per batch against "
-            f"{statistics.median(r.jobs for r in append):.0f} for the append: the batch's metadata "
-            "aggregates (3 collects and the store's properties), the change store's insert-only MERGE (3), "
-            "the affected keys and their range (about 5), the held changes (5), the history and snapshot "
-            "reads and diffs (about 10 each, half of them Delta's own snapshot and file-skipping jobs), the "
-            "late/moved/bad counts (6), and two MERGEs (8 each without deletion vectors, which a table uses "
-            "only past 32 MiB: resolver/deletion_vectors.py). Three Delta MERGE commits alone take more than "
-            "3x a 100-row append here, so the ratio cannot reach 3 while a batch writes the store, the "
-            "history and the snapshot; the job budget of 8-10 is below what one Delta MERGE runs. "
+            f"{statistics.median(r.jobs for r in append):.0f} for the append. A batch writes three Delta "
+            "tables (the change store by a blind append, the history and the snapshot by a MERGE each), and "
+            "a Delta MERGE runs 8-14 jobs by itself here, two of them Delta computing the target's state; "
+            "the rest are the batch's metadata aggregate, the held changes of the affected keys and the "
+            "resolution (with adaptive execution, one job per query stage). "
             "`python -m bench.steps --jobs` lists every job of a batch by step.",
         )
 
