@@ -77,6 +77,7 @@ def ingest(
             )
         with step(spark, "ingest", "read and count"):
             counts = batch.counts()
+            open_from = batch.open_from
         quarantined, refused = _quarantine(spark, lake, batch, plan, counts)
         plan = replace(plan, rejected=None)
         events = plan.accepted if plan.accepted is not None else batch.events
@@ -110,6 +111,7 @@ def ingest(
         messages=counts["messages"],
         bronze_version=version,
         tables=tables,
+        open_from=open_from,
     )
 
 

@@ -134,6 +134,11 @@ class IngestSummary(ResolverModel):
     messages: int = Field(description="Logical-decoding messages (not row changes), skipped")
     bronze_version: int | None = Field(None, description="Delta version of bronze after this batch")
     tables: list[TableSummary] = Field(default_factory=list, description="Per table: what silver got")
+    open_from: str | None = Field(
+        None,
+        description="With open_end: the file where a transaction still open at the end of the input began "
+        "(its commit has not landed yet); a stream read in pieces reads it again from there",
+    )
 
     def lines(self) -> list[str]:
         """The summary as the CLI prints it."""

@@ -9,10 +9,9 @@ file of any size is fine. Files named by URIs (``s3a://``, ``abfss://``, ``gs://
 credentials (``resolver.hadoop_files``): Spark's ``binaryFile`` source hands each file to a task as one
 value, which bounds one file at 2 GiB and needs about three times its size in the executor's memory.
 
-A format-2 transaction cut by a file boundary (its B at the end of one file, its C at the start of the
-next) is stitched back together in Spark
-(``resolver.stitch``); one that stays incomplete (no C before the end of the last file) is quarantined
-whole, never applied half-way.
+A format-2 transaction cut by file boundaries (its B in one file, its C in a later one, any files between
+wholly inside it) is stitched back together in Spark (``resolver.stitch``); one that stays incomplete (no
+C before the end of the last file) is quarantined whole, never applied half-way.
 
 The files and their format come from ``resolver.input_files`` (``list_files``, ``resolve_format``).
 """
@@ -35,7 +34,8 @@ from resolver.hadoop_files import input_of
 from resolver.input_files import LOCAL
 from resolver.models import ChangeEvent, Format, QuarantineRecord
 from resolver.sparkschema import arrow_schema, spark_schema
-from resolver.stitch import stitch
+from resolver.stitch import stitch, summarize
+from resolver.stitch_plan import Stitching, plan_stitching
 from resolver.wal2json import Count, Event, Fragment, Quarantined, read_lines
 
 __all__ = ["ParsedBatch", "read_wal2json"]
@@ -85,6 +85,7 @@ def _rows_of(fh: BinaryIO, path: str, index: int, fmt: Format) -> Iterator[dict[
                 "role": item.role,
                 "raw": item.raw,
                 "commit_lsn": item.commit_lsn,
+                "count_value": item.slots,
             }
         elif isinstance(item, Count):
             counts[item.name] = counts.get(item.name, 0) + item.value
@@ -148,8 +149,8 @@ class ParsedBatch:
     """The result of reading one batch. ``parsed`` is persisted; call ``unpersist()`` when done.
 
     ``counts()`` runs one small aggregate over the parse. Only when some transaction was cut by a file
-    boundary do ``events`` and ``quarantine`` include the stitching joins (and counting them costs one more
-    small aggregate, over the fragments alone)."""
+    boundary (or a file has no B/C framing) do ``events`` and ``quarantine`` include the stitching join,
+    and counting costs one more small aggregate, over the fragments alone (``resolver.stitch``)."""
 
     def __init__(
         self,
@@ -162,6 +163,7 @@ class ParsedBatch:
         self.files, self.format, self.parsed = files, fmt, parsed
         self.open_start, self.open_end = open_start, open_end
         self._counts: dict[str, int] | None = None
+        self._stitching: Stitching | None = None
 
     def unpersist(self) -> None:
         self.parsed.unpersist()
@@ -191,10 +193,17 @@ class ParsedBatch:
             if bounds:
                 out["min_commit_lsn"] = int(min(lo for lo, _ in bounds))
                 out["max_commit_lsn"] = int(max(hi for _, hi in bounds))
-            if out["fragment"]:
-                stitched, cut_off = self._stitched()
-                out["events"] += stitched.count()  # fragments only: a few lines per file boundary
-                out["quarantined"] += cut_off.count()
+            if out["fragment"]:  # one small aggregate over the fragments: one row per file and role
+                fragments = self.parsed.filter(F.col("kind") == "fragment")
+                self._stitching = plan_stitching(
+                    summarize(fragments),
+                    len(self.files),
+                    framed=out["transactions"] > 0,  # a whole B … C read: the stream is framed
+                    open_start=self.open_start,
+                    open_end=self.open_end,
+                )
+                for counter in ("events", "quarantined", "transactions", "messages"):
+                    out[counter] += getattr(self._stitching, counter)
             self._counts = out
         return self._counts
 
@@ -219,12 +228,21 @@ class ParsedBatch:
             "raw_bytes",
         )
 
+    @property
+    def open_from(self) -> str | None:
+        """The file where a transaction left open at the end of the batch began (``open_end``: its commit
+        is in a file that has not landed yet), or None. A stream read in pieces reads again from there."""
+        self.counts()
+        at = self._stitching.open_from if self._stitching is not None else None
+        return self.files[at] if at is not None else None
+
     def _stitched(self) -> tuple[DataFrame, DataFrame]:
-        """The events of the transactions cut by a file boundary, and the fragments left incomplete."""
+        """The events of the transactions cut by file boundaries (and of files without framing), and the
+        fragments left incomplete."""
+        self.counts()
+        assert self._stitching is not None  # counts() plans it when there are fragments
         fragments = self.parsed.filter(F.col("kind") == "fragment")
-        events, cut_off = stitch(
-            fragments, len(self.files), open_start=self.open_start, open_end=self.open_end
-        )
+        events, cut_off = stitch(self.parsed.sparkSession, fragments, self._stitching)
         return events.select(*_event_cols()), cut_off
 
 

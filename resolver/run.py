@@ -11,9 +11,12 @@ stores are insert-only on the event's identity, the silver tables are recomputed
 and a batch is recorded after it is complete. A run killed at any point leaves its batch unrecorded, and
 the next run applies it again, which completes what was cut short and adds nothing twice.
 
-A format-2 transaction may be cut by a file rotation. Each batch therefore also reads the file before its
-first one and the file after its last one (when they exist): the transaction is stitched across the cut,
-and a transaction whose commit has not landed yet is left for the next run instead of being quarantined.
+A format-2 transaction may be cut by file rotations, and span several files. Each batch therefore also
+reads the file before its first one and the file after its last one (when they exist): the transaction is
+stitched across the cuts. A transaction whose commit has not landed yet is left for later instead of being
+quarantined: the file it began in and the files after it are not recorded, so the next batch (or run)
+starts from that file; when it began in the batch's first file, the batch is read again with twice as many
+files until its commit is among them (or no more files have landed).
 The format is the pipeline's ``source.format``, or the one the new files and those neighbours show
 (``resolver.input_files.resolve_format``, checked before any batch is applied).
 """
@@ -93,14 +96,16 @@ def apply_new_files(
     only: Collection[str] | None = None,
 ) -> RunSummary:
     """List the source, and apply its files not in the ledger or changed since (of the ones not in the
-    ledger, only those in ``only`` when it is given: a streaming micro-batch's files; a file that changed
-    since it was applied, one a shipper was still writing, is read again by any micro-batch) in batches,
-    each recorded in the ledger once all its tables were applied. The caller holds the lake's lock."""
+    ledger, with ``only``, a streaming micro-batch's files, only those and the ones before them in name
+    order; a file that changed since it was applied, one a shipper was still writing, is read again by any
+    micro-batch) in batches, each recorded in the ledger once all its tables were applied, up to the file
+    where a transaction still open began. The caller holds the lake's lock."""
     lake = pipeline.lake
     fs, stats = source_listing(spark, pipeline.source.path)
     files = list(stats)
     applied = _read_ledger(spark, lake)
-    todo = [f for f in files if applied.get(f) != stats[f] and (only is None or f in only or f in applied)]
+    offered = _offered(files, only)
+    todo = [f for i, f in enumerate(files) if applied.get(f) != stats[f] and (f in applied or i < offered)]
     for f in todo:
         if f in applied:
             log.warning("%s changed since it was applied (size or time): reading it again", f)
@@ -109,7 +114,7 @@ def apply_new_files(
     neighbours = [f for chunk in chunks for f in _neighbours(files, chunk) if f is not None]
     fmt = resolve_format(todo + neighbours, pipeline.source.format, fs)  # no files: nothing read
     log.info(
-        "run %s: %d file(s) in %s (%s), %d new, %d batch(es)",
+        "run %s: %d file(s) in %s (%s), %d new, about %d batch(es)",
         run_id,
         len(files),
         pipeline.source.path,
@@ -119,23 +124,31 @@ def apply_new_files(
     )
     batches: list[IngestSummary] = []
     failed: dict[str, str] = {}
-    recorded = 0
-    for number, chunk in enumerate(chunks, 1):
-        result = _batch(spark, pipeline, fmt, schemas, files, chunk, f"batch {number}/{len(chunks)}")
+    recorded, start, width = 0, 0, size
+    while start < len(todo):
+        chunk = todo[start : start + width]
+        result = _batch(spark, pipeline, fmt, schemas, files, chunk, f"batch {len(batches) + 1}")
         batches.append(result)
         broken = {t.table: t.error for t in result.tables if t.error is not None}
         failed.update(broken)
         if broken:
             log.error(
-                "batch %d/%d: %d table(s) failed (%s); its files will be read again by the next run",
-                number,
-                len(chunks),
+                "batch %d: %d table(s) failed (%s); its files will be read again by the next run",
+                len(batches),
                 len(broken),
                 ", ".join(sorted(broken)),
             )
+            start, width = start + len(chunk), size
             continue
-        _record(spark, lake, chunk, stats, run_id, number)
-        recorded += len(chunk)
+        done = chunk[: chunk.index(result.open_from)] if result.open_from in chunk else chunk
+        if not done and start + len(chunk) < len(todo):  # one transaction spans the batch: read more files
+            width *= 2
+            log.info("a transaction begun in %s goes on past the batch: reading %d files", chunk[0], width)
+            continue
+        if done:  # files from the one an open transaction began in wait for its commit (read again then)
+            _record(spark, lake, done, stats, run_id, len(batches))
+            recorded += len(done)
+        start, width = start + (len(done) or len(chunk)), size
     return RunSummary(
         run_id=run_id,
         lake=lake,
@@ -145,6 +158,16 @@ def apply_new_files(
         batches=batches,
         failed_tables=failed,
     )
+
+
+def _offered(files: list[str], only: Collection[str] | None) -> int:
+    """How many of the listed files (in name order) are this call's when not in the ledger: every one
+    without ``only``; with it (a streaming micro-batch), its files and the ones before them (held back: a
+    transaction begun in them had not committed by the end of an earlier micro-batch)."""
+    if only is None:
+        return len(files)
+    wanted = set(only)
+    return max((i + 1 for i, f in enumerate(files) if f in wanted), default=0)
 
 
 def _neighbours(files: Sequence[str], chunk: list[str]) -> tuple[str | None, str | None]:

@@ -1,96 +1,87 @@
-"""Stitch format-2 transactions cut by a file boundary back together, in Spark.
+"""Stitch format-2 transactions cut by file boundaries back together, in Spark.
 
-A transaction whose B is at the end of one file of a batch and whose C is at the start of the next reaches
-Spark as fragment rows (``resolver.wal2json.Fragment``, parsed by ``resolver.read``): the file's ``tail``
-(B … end of file k) and the next file's ``head`` (start of file k+1 … C). ``stitch`` joins each tail with
-its head into the transaction's events; a fragment that finds no partner is quarantined whole with rule
-``framing``, unless its partner is in another batch of a stream read in pieces (``open_start``,
-``open_end``). The rows keep the fragments' own columns; the caller selects what it needs.
+A transaction cut by file boundaries reaches Spark as fragment rows (``resolver.wal2json.Fragment``,
+parsed by ``resolver.read``): its ``tail`` (B … end of file k), the ``middle`` of each file wholly inside it
+(no B or C) and its ``head`` (start of file m … C). ``summarize`` takes one small aggregate over the
+fragments (one row per file and role, never the events) for ``resolver.stitch_plan.plan_stitching`` to
+decide on the driver; ``stitch`` then joins that decision back onto the fragments: the events of the
+stitched transactions (and of files without framing), and the fragments cut off, as quarantine rows.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
-__all__ = ["stitch"]
+from resolver.stitch_plan import CUT_OFF, MATCHED, UNFRAMED, Part, Stitching
 
-_TAIL_REASON = (
-    "incomplete transaction: begun in this file, no commit before the end of the input (the next "
-    "file of the batch does not continue it); it is not applied (rule: framing)"
+__all__ = ["stitch", "summarize"]
+
+_REASONS = {
+    "tail": "incomplete transaction: begun in this file, no commit before the end of the input (the next "
+    "files of the batch do not continue it); it is not applied (rule: framing)",
+    "head": "incomplete transaction: its commit is in this file but its begin is not at the end of the "
+    "previous files of the batch; it is not applied (rule: framing)",
+    "middle": "incomplete transaction: this file has no begin or commit, and the files around it do not "
+    "hold the begin and the commit of the transaction it is inside; it is not applied (rule: framing)",
+}
+
+_PLAN_SCHEMA = T.StructType(
+    [
+        T.StructField("file_index", T.IntegerType(), False),
+        T.StructField("role", T.StringType(), False),
+        T.StructField("status", T.StringType(), False),
+        T.StructField("offset", T.LongType(), True),
+        T.StructField("pair_lsn", T.LongType(), True),
+    ]
 )
-_HEAD_REASON = (
-    "incomplete transaction: its commit is in this file but its begin is not at the end of the "
-    "previous file of the batch; it is not applied (rule: framing)"
-)
 
 
-def stitch(
-    fragments: DataFrame, files: int, *, open_start: bool = False, open_end: bool = False
-) -> tuple[DataFrame, DataFrame]:
-    """Join each transaction's tail (B … end of file k) with its head (start of file k+1 … C).
+def summarize(fragments: DataFrame) -> list[Part]:
+    """One row per file and role (a few per file boundary): the one aggregate the plan needs."""
+    rows = (
+        fragments.groupBy("file_index", "role")
+        .agg(
+            F.max("commit_lsn").alias("lsn"),
+            F.count("table").alias("events"),
+            F.count("*").alias("lines"),
+            F.max("count_value").alias("slots"),
+        )
+        .collect()
+    )
+    return [
+        Part(r["file_index"], r["role"], r["lsn"], r["events"], r["lines"], int(r["slots"] or 0))
+        for r in rows
+    ]
 
-    ``fragments`` are the fragment rows of a batch of ``files`` files. Returns the events of the joined
-    transactions (positions renumbered across the cut, commit LSN from B or C) and the lines of fragments
-    that found no partner, as quarantine rows (``kind``, ``reason`` set); both with the fragments' columns.
-    With ``open_start`` or ``open_end`` (a stream read in pieces), a fragment whose partner is in another
-    batch is left out of the second (``_in_another_batch``)."""
+
+def stitch(spark: SparkSession, fragments: DataFrame, plan: Stitching) -> tuple[DataFrame, DataFrame]:
+    """The events of the stitched transactions and of unframed files (positions continued across the cuts,
+    commit LSN from B or C), and the lines of fragments that found no partner, as quarantine rows
+    (``kind``, ``reason`` set); both with the fragments' columns. Fragments left for a later batch are in
+    neither."""
     columns = fragments.columns
-    tagged = _tagged(fragments)
+    rows = [(f, role, status, off, lsn) for (f, role), (status, off, lsn) in plan.status.items()]
+    decided = spark.createDataFrame(rows, _PLAN_SCHEMA)
+    tagged = fragments.join(F.broadcast(decided), ["file_index", "role"], "left")
+    status = F.col("status")
+    position = (
+        F.when(status == UNFRAMED, F.lit(0))  # each record its own unit, as without framing it is
+        .otherwise(F.col("position") + F.col("offset"))
+        .cast(fragments.schema["position"].dataType)
+    )
     events = (
-        tagged.filter(F.col("matched") & F.col("table").isNotNull())
-        .withColumn("position", F.col("position") + F.coalesce(F.col("offset"), F.lit(0)))
-        .withColumn("commit_lsn", F.coalesce("commit_lsn", "pair_lsn"))
+        tagged.filter(status.isin(MATCHED, UNFRAMED) & F.col("table").isNotNull())
+        .withColumn("position", position)
+        .withColumn("commit_lsn", F.when(status == MATCHED, F.col("pair_lsn")))
         .select(*columns)
     )
-    reason = F.when(F.col("role") == "tail", F.lit(_TAIL_REASON)).otherwise(F.lit(_HEAD_REASON))
+    reason = F.coalesce(*[F.when(F.col("role") == role, F.lit(why)) for role, why in _REASONS.items()])
     cut_off = (
-        tagged.filter(~F.col("matched"))
+        tagged.filter(status == CUT_OFF)
         .withColumn("reason", reason)
         .withColumn("kind", F.lit("quarantine"))
         .select(*columns)
     )
-    return events, cut_off.filter(~_in_another_batch(files, open_start, open_end))
-
-
-def _tagged(fragments: DataFrame) -> DataFrame:
-    """The fragments, each with its partner's file (``tail_file`` or ``head_file``) when it has one, the
-    tail's event count (``offset``, on head rows), the tail's commit LSN (``pair_lsn``) and ``matched``."""
-    summary = fragments.groupBy("file_index", "role").agg(
-        F.max("commit_lsn").alias("lsn"), F.count("table").alias("n")
-    )
-    tails = summary.filter(F.col("role") == "tail").select(
-        F.col("file_index").alias("tail_file"), F.col("lsn").alias("tail_lsn"), F.col("n").alias("offset")
-    )
-    heads = summary.filter(F.col("role") == "head").select(
-        F.col("file_index").alias("head_file"), F.col("lsn").alias("head_lsn")
-    )
-    pairs = tails.join(
-        heads,
-        (F.col("head_file") == F.col("tail_file") + 1) & F.col("head_lsn").eqNullSafe(F.col("tail_lsn")),
-    )
-    return (
-        fragments.join(
-            pairs.select("tail_file", "tail_lsn"),
-            (F.col("role") == "tail") & (F.col("file_index") == F.col("tail_file")),
-            "left",
-        )
-        .join(
-            pairs.select("head_file", "offset", F.col("tail_lsn").alias("pair_lsn")),
-            (F.col("role") == "head") & (F.col("file_index") == F.col("head_file")),
-            "left",
-        )
-        .withColumn("matched", F.col("tail_file").isNotNull() | F.col("head_file").isNotNull())
-    )
-
-
-def _in_another_batch(files: int, open_start: bool, open_end: bool) -> Column:
-    """A fragment whose partner is in another batch: with an open end, a tail of the last file (the
-    transaction goes on in a file that has not landed yet); with an open start, a head of the first file
-    (it was stitched to the file before it in an earlier batch)."""
-    later = F.lit(False)
-    if open_end:
-        later = later | ((F.col("role") == "tail") & (F.col("file_index") == files - 1))
-    if open_start:
-        later = later | ((F.col("role") == "head") & (F.col("file_index") == 0))
-    return later
+    return events, cut_off

@@ -46,9 +46,13 @@ class Quarantined:
 class Fragment:
     """One line of a format-2 transaction cut by a file boundary.
 
-    ``role`` is ``"tail"`` (from a B to the end of the file) or ``"head"`` (from the start of the file to a
-    C). ``row`` is the change's event (None for B, C and message lines) with ``position`` local to the
-    fragment; ``commit_lsn`` comes from the fragment's B or C.
+    ``role`` is ``"tail"`` (from a B to the end of the file), ``"head"`` (from the start of the file to a
+    C) or ``"middle"`` (a whole file without B or C: the inside of a transaction that began in an earlier
+    file and commits in a later one, or a stream written without B/C framing). ``row`` is the change's
+    event (None for B, C and message lines) with ``position`` local to the fragment; ``commit_lsn`` comes
+    from the fragment's B or C (None for a middle); ``slots`` is the number of change positions the whole
+    fragment takes (its changes, unreadable lines included), what the next fragment's positions start
+    after.
     """
 
     role: str
@@ -56,6 +60,7 @@ class Fragment:
     raw: str
     commit_lsn: int | None
     row: dict[str, Any] | None
+    slots: int = 0
 
 
 @dataclass(slots=True)

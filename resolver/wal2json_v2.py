@@ -1,5 +1,6 @@
 """wal2json format-version 2: one record per line, transactions framed by B … C records and buffered until
-their C; a transaction cut by a file boundary becomes fragments for ``resolver.stitch`` to join. See
+their C; a transaction cut by file boundaries becomes fragments (its tail, the middles of files without B
+or C, its head) for ``resolver.stitch`` to join. See
 ``resolver.wal2json``. No Spark."""
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ class _Line(NamedTuple):
 
 
 def _changes(
-    lines: list[_Line], source_file: str, commit_lsn: int | None, numbered: bool = True
+    lines: list[_Line], source_file: str, commit_lsn: int | None
 ) -> Iterator[tuple[_Line, Event | Quarantined | Count | None]]:
     """What each line of a transaction becomes: its event (positions counted over changes, unreadable lines
     included, so a bad line keeps its slot), its quarantine record, a message count, or None (B, C)."""
@@ -92,7 +93,7 @@ def _changes(
             message = rec is not None and rec["action"] == "M"
             yield line, Count("messages", 1, line.n, line.n) if message else None
             continue
-        pos += numbered
+        pos += 1
 
 
 def read_v2(numbered: Iterator[tuple[int, str, bytes | None]], source_file: str) -> Iterator[Any]:
@@ -144,8 +145,8 @@ def read_v2(numbered: Iterator[tuple[int, str, bytes | None]], source_file: str)
         yield from _fragment("tail", txn, _commit_lsn(txn[0]), source_file)
     if framed:
         yield from _outside(head, framed)
-    else:  # no B/C in the whole file (include-transaction=0): each record is its own unit
-        yield from (item for _, item in _changes(head, source_file, None, numbered=False) if item is not None)
+    else:  # no B/C in the whole file: the inside of a transaction, or a stream without framing (stitch.py)
+        yield from _fragment("middle", head, None, source_file)
 
 
 def _commit_lsn(*frame: _Line) -> int | None:
@@ -181,9 +182,12 @@ def _incomplete(lines: list[_Line], why: str) -> Iterator[Quarantined]:
 
 def _fragment(role: str, lines: list[_Line], commit_lsn: int | None, source_file: str) -> Iterator[Any]:
     """A transaction cut by the file boundary: each line becomes a Fragment (unreadable ones are quarantined
-    at once), for ``resolver.stitch`` to join with the other part."""
-    for line, item in _changes(lines, source_file, commit_lsn):
+    at once), for ``resolver.stitch`` to join with the other parts."""
+    changes = list(_changes(lines, source_file, commit_lsn))
+    slots = sum(1 for line, item in changes if item is not None and not isinstance(item, Count))
+    for line, item in changes:
         if isinstance(item, Quarantined):
             yield item
         else:
-            yield Fragment(role, line.n, line.raw, commit_lsn, item.row if isinstance(item, Event) else None)
+            row = item.row if isinstance(item, Event) else None
+            yield Fragment(role, line.n, line.raw, commit_lsn, row, slots)

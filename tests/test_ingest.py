@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from resolver import ingest
+from resolver import ingest, run_pipeline
+from resolver.lake import snapshot_path
 from resolver.wal2json import parse_lsn
 from tests.pgharness import PgDatabase, PgServer, write_lines
 
@@ -235,6 +236,48 @@ def test_transaction_cut_between_files_is_stitched_and_a_truncated_end_is_not_ap
     assert [_identity(e) for e in _bronze(spark, lake)] == [
         _identity(e) for e in _bronze(spark, tmp_path / "whole")
     ]
+
+
+def test_a_transaction_across_four_files_is_stitched_in_one_batch_and_by_runs_of_one_file(
+    spark: SparkSession, captured: dict[str, Any], tmp_path: Path
+) -> None:
+    rows = captured["v2"]
+    actions = [json.loads(r)["action"] for r in rows]
+    begin = next(
+        i for i, a in enumerate(actions) if a == "B" and all(x in "IUDT" for x in actions[i + 1 : i + 4])
+    )  # a transaction with at least three changes: B | change | change | change … C
+    cuts = [begin + 1, begin + 2, begin + 3]
+    bounds = list(zip([0, *cuts], [*cuts, len(rows)], strict=True))
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    paths = []
+    for n, (a, b) in enumerate(bounds):
+        paths.append(landing / f"{n:04d}.json")
+        write_lines(paths[-1], rows[a:b])
+    assert not any(a in "BC" for a in actions[begin + 1 : begin + 3])  # files 0001 and 0002: no B or C
+    ingest(spark, [str(captured["dir"] / "v2.json")], str(tmp_path / "whole"), "wal2json-v2")
+    whole = [_identity(e) for e in _bronze(spark, tmp_path / "whole")]
+
+    batch = ingest(spark, [str(p) for p in paths], str(tmp_path / "batch"), "wal2json-v2")
+    assert batch.quarantined == 0 and batch.events_read == len(whole)
+    assert batch.transactions == actions.count("C")
+    assert [_identity(e) for e in _bronze(spark, tmp_path / "batch")] == whole
+
+    # a run applying one file per batch: the file the transaction begins in waits until its commit lands
+    (tmp_path / "pipeline.yaml").write_text(
+        "source: {path: landing/, format: wal2json-v2}\nlake: runs/\nmax_files_per_batch: 1\n"
+    )
+    held = run_pipeline(spark, str(tmp_path / "pipeline.yaml"))
+    # 0000 alone, 0000-0001 and 0000-0003 (read again with twice the files until the commit is in it)
+    assert held.files_applied == 4 and len(held.batches) == 3
+    assert sum(b.quarantined for b in held.batches) == 0
+    assert [_identity(e) for e in _bronze(spark, tmp_path / "runs")] == whole
+    for table in ("public.vals", "public.pairs"):
+        a, b = (
+            spark.read.format("delta").load(snapshot_path(str(tmp_path / x), table))
+            for x in ("whole", "runs")
+        )
+        assert sorted(map(repr, a.collect())) == sorted(map(repr, b.collect()))
 
 
 def test_bronze_is_append_only_with_change_data_feed(
