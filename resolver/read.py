@@ -194,11 +194,9 @@ class ParsedBatch:
                 out["min_commit_lsn"] = int(min(lo for lo, _ in bounds))
                 out["max_commit_lsn"] = int(max(hi for _, hi in bounds))
             if out["fragment"]:  # one small aggregate over the fragments: one row per file and role
-                fragments = self.parsed.filter(F.col("kind") == "fragment")
                 self._stitching = plan_stitching(
-                    summarize(fragments),
+                    summarize(self.parsed),
                     len(self.files),
-                    framed=out["transactions"] > 0,  # a whole B … C read: the stream is framed
                     open_start=self.open_start,
                     open_end=self.open_end,
                 )

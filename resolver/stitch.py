@@ -38,10 +38,17 @@ _PLAN_SCHEMA = T.StructType(
 )
 
 
-def summarize(fragments: DataFrame) -> list[Part]:
-    """One row per file and role (a few per file boundary): the one aggregate the plan needs."""
+def summarize(parsed: DataFrame) -> list[Part]:
+    """One row per file and role of the fragments, a ``whole`` row per file with complete transactions and
+    a ``bad`` row per file with quarantined lines: a few rows per file, the one aggregate the plan needs
+    (never the events)."""
+    transactions = (F.col("kind") == "count") & (F.col("count_name") == "transactions")
+    bad = F.col("kind") == "quarantine"
+    role = F.when(transactions, F.lit("whole")).when(bad, F.lit("bad")).otherwise(F.col("role"))
     rows = (
-        fragments.groupBy("file_index", "role")
+        parsed.filter((F.col("kind") == "fragment") | transactions | bad)
+        .withColumn("role", role)
+        .groupBy("file_index", "role")
         .agg(
             F.max("commit_lsn").alias("lsn"),
             F.count("table").alias("events"),

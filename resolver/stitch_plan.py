@@ -47,29 +47,40 @@ class Stitching:
 
 
 def plan_stitching(
-    parts: list[Part], files: int, framed: bool, *, open_start: bool = False, open_end: bool = False
+    parts: list[Part], files: int, *, open_start: bool = False, open_end: bool = False
 ) -> Stitching:
     """Chain each tail through the middles after it to a head with its commit LSN (pure Python, no Spark).
-    ``framed``: the batch read a whole B … C transaction somewhere; with that, or with a tail or head
-    among the parts, the stream is framed (otherwise its middles are a stream without framing)."""
+    ``parts`` also hold a ``whole`` part per file that has complete transactions (only its presence
+    counts) and a ``bad`` part per file with quarantined lines (``lines``: how many): the stream is framed
+    when any file has a tail, head or whole part; otherwise its middles are a stream without framing. A
+    file with no tail, head or whole part and no middle (only unreadable lines, or nothing) lies inside a
+    transaction that goes past it; each of its unreadable lines takes a change slot there."""
     by = {(p.file_index, p.role): p for p in parts}
     plan = Stitching()
-    if not framed and all(p.role == "middle" for p in parts):  # no framing: each record its own unit
-        for p in parts:
+    if all(p.role in ("middle", "bad") for p in parts):  # no framing anywhere: each record its own unit
+        for p in (p for p in parts if p.role == "middle"):
             plan.status[(p.file_index, p.role)] = (UNFRAMED, 0, None)
             plan.events += p.events
             plan.messages += p.lines - p.events
         return plan
+    inside = _Inside(by, files)
     for tail in sorted((p for p in parts if p.role == "tail"), key=lambda p: p.file_index):
         chain, f = [tail], tail.file_index + 1
-        while (f, "middle") in by:
-            chain.append(by[(f, "middle")])
+        while inside(f):  # a middle, or a file of unreadable lines only (each a change slot)
+            chain.append(
+                by[(f, "middle")]
+                if (f, "middle") in by
+                else by.get((f, "bad"), Part(f, "bad", None, 0, 0, 0))
+            )
             f += 1
         head = by.get((f, "head"))
         if head is not None and head.lsn == tail.lsn:  # (None for both: a stream without LSNs)
             chain.append(head)
             offset = 0
             for p in chain:
+                if p.role == "bad":  # its lines are quarantined already; each one keeps its slot
+                    offset += p.lines
+                    continue
                 plan.status[(p.file_index, p.role)] = (MATCHED, offset, tail.lsn)
                 offset += p.slots
                 plan.events += p.events
@@ -77,12 +88,13 @@ def plan_stitching(
             plan.transactions += 1
         elif f == files and open_end:  # the transaction goes on in files that have not landed yet
             for p in chain:
-                plan.status[(p.file_index, p.role)] = (LATER, 0, None)
+                if p.role != "bad":
+                    plan.status[(p.file_index, p.role)] = (LATER, 0, None)
             plan.open_from = tail.file_index if plan.open_from is None else plan.open_from
     for p in sorted(parts, key=lambda p: p.file_index):
-        if (p.file_index, p.role) in plan.status:
+        if (p.file_index, p.role) in plan.status or p.role in ("whole", "bad"):
             continue
-        if (open_start and _reaches_start(p, by)) or (open_end and _reaches_end(p, by, files)):
+        if (open_start and _reaches_start(p, inside)) or (open_end and _reaches_end(p, inside, files)):
             plan.status[(p.file_index, p.role)] = (LATER, 0, None)  # its begin is in an earlier batch
         else:
             plan.status[(p.file_index, p.role)] = (CUT_OFF, 0, None)
@@ -90,21 +102,34 @@ def plan_stitching(
     return plan
 
 
-def _reaches_start(p: Part, by: dict[tuple[int, str], Part]) -> bool:
+class _Inside:
+    """Whether file ``f`` can lie wholly inside a transaction: it has a middle, or no tail, head or
+    complete transaction (unreadable lines only, or nothing)."""
+
+    def __init__(self, by: dict[tuple[int, str], Part], files: int) -> None:
+        self.with_parts = {f for f, role in by if role != "bad"}
+        self.middles = {f for f, role in by if role == "middle"}
+        self.files = files
+
+    def __call__(self, f: int) -> bool:
+        return 0 <= f < self.files and (f in self.middles or f not in self.with_parts)
+
+
+def _reaches_start(p: Part, inside: _Inside) -> bool:
     """A head or middle whose transaction began before the batch's first file (only middles before it)."""
     if p.role == "tail":
         return False
     f = p.file_index - 1
-    while (f, "middle") in by:
+    while inside(f):
         f -= 1
     return f < 0
 
 
-def _reaches_end(p: Part, by: dict[tuple[int, str], Part], files: int) -> bool:
+def _reaches_end(p: Part, inside: _Inside, files: int) -> bool:
     """A tail or middle whose transaction goes on past the batch's last file (only middles after it)."""
     if p.role == "head":
         return False
     f = p.file_index + 1
-    while (f, "middle") in by:
+    while inside(f):
         f += 1
     return f >= files
