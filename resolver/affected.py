@@ -37,6 +37,7 @@ class Affected:
     after_held: bool = False  # every event of the batch is newer than every keyed change held before it
     newest: int | None = None  # the newest commit LSN of a keyed change held after the batch (None: none)
     newest_known: bool = False  # whether ``newest`` is known (the marker records it)
+    moves: int | None = None  # how many key changes the changes hold, when known (a first batch's own)
 
 
 def affected_keys(
@@ -136,7 +137,7 @@ def read_changes(all_changes: DataFrame, affected: Affected, layout: TableLayout
 def resolve_affected(changes: DataFrame, layout: TableLayout, affected: Affected) -> DataFrame:
     """The affected keys' versions, with their key hash (``__kh``), materialized."""
     versions, jump_rounds = resolve_versions(
-        changes, layout, moves=affected.has_moves, truncates=affected.has_truncates
+        changes, layout, moves=affected.has_moves, truncates=affected.has_truncates, longest=affected.moves
     )
     affected.rounds += jump_rounds
     if layout.track:

@@ -13,11 +13,15 @@ from pyspark.sql import functions as F
 __all__ = ["components", "linked_keys", "pointer_jump"]
 
 
-def pointer_jump(parents: DataFrame, on_round: Callable[[int], None] | None = None) -> tuple[DataFrame, int]:
+def pointer_jump(
+    parents: DataFrame, on_round: Callable[[int], None] | None = None, longest: int | None = None
+) -> tuple[DataFrame, int]:
     """Roots of a forest given as ``(node, parent)`` rows (parent NULL for a root; every parent is also a
     node). Returns ``(node, root)`` rows and the number of rounds, which is ``ceil(log2(longest chain))``:
     each round replaces every pointer by its pointer's pointer. One join, one local checkpoint and one
-    emptiness check per round; nothing else runs."""
+    emptiness check per round; nothing else runs. ``longest``: a bound on the longest chain's links, when
+    the caller knows one (the key changes among the rows): after ``2**rounds >= longest`` every pointer is
+    at its root, so the last emptiness check is not needed."""
     cur = parents.select("node", F.col("parent").alias("ptr")).localCheckpoint(eager=True)
     rounds = 0
     while True:
@@ -31,7 +35,7 @@ def pointer_jump(parents: DataFrame, on_round: Callable[[int], None] | None = No
         rounds += 1
         if on_round:
             on_round(rounds)
-        if cur.filter("moved").isEmpty():
+        if (longest is not None and 2**rounds >= longest) or cur.filter("moved").isEmpty():
             break
         cur = cur.drop("moved")
     return cur.select("node", F.coalesce("ptr", "node").alias("root")), rounds

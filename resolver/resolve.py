@@ -46,14 +46,19 @@ _SEQ = ["__lsn", "__pos"]
 
 
 def resolve_versions(
-    changes: DataFrame, layout: TableLayout, moves: bool = True, truncates: bool = True
+    changes: DataFrame,
+    layout: TableLayout,
+    moves: bool = True,
+    truncates: bool = True,
+    longest: int | None = None,
 ) -> tuple[DataFrame, int]:
     """History versions of the keys in ``changes`` (typed change rows of one table, closed under moves,
     plus the table's truncates). ``moves=False`` promises there is no key change among them: then a row's
     lineage is its segment within one key, and every pass is one window over the key (no pointer jumping,
     no checkpoint; ``_versions_in_place``); ``truncates=False`` promises there is no truncate either, and
-    then each event is one touch of one key, read in one pass. Returns the versions and the
-    pointer-jumping rounds it took."""
+    then each event is one touch of one key, read in one pass. ``longest``: a bound on the key changes
+    among ``changes``, when known (``moves.pointer_jump``). Returns the versions and the pointer-jumping
+    rounds it took."""
     by_key = Window.partitionBy("__k").orderBy(*_SEQ, "__tie")
     if not moves and not truncates and not layout.drops:
         found = touches_in_place(changes, layout, by_key)
@@ -63,7 +68,7 @@ def resolve_versions(
     if not moves:
         return _versions_in_place(found, layout, by_key), 0
     found = found.withColumn("__prev_lsn", F.lag("__lsn").over(by_key)).localCheckpoint(eager=True)
-    live, steps, rounds = _lineages(found)
+    live, steps, rounds = _lineages(found, longest)
     states = _states(live, found, layout)
     versions = _state_changes(states, by_key, Window.partitionBy("__k").orderBy("__lsn")).drop("__pos")
     return _with_moves(versions, steps, layout), rounds
@@ -83,7 +88,7 @@ def _segments(found: DataFrame, by_key: WindowSpec) -> DataFrame:
     return found.withColumn("__seg", seg).withColumn("__prev_kind", prev_kind)
 
 
-def _lineages(found: DataFrame) -> tuple[DataFrame, DataFrame, int]:
+def _lineages(found: DataFrame, longest: int | None = None) -> tuple[DataFrame, DataFrame, int]:
     """Step 2, across keys: a segment opened by a move continues the segment the row moved from; the
     chains are resolved to their roots (a row's *lineage*) by pointer jumping. Returns the touches of each
     row's life with their ``__lineage`` (its images, and the end of a live image), per lineage and
@@ -110,7 +115,7 @@ def _lineages(found: DataFrame) -> tuple[DataFrame, DataFrame, int]:
         .select(F.struct(*seq).alias("node"), "parent", origin.alias("__origin"))
         .localCheckpoint(eager=True)
     )
-    roots, rounds = pointer_jump(starts.select("node", "parent"))
+    roots, rounds = pointer_jump(starts.select("node", "parent"), longest=longest)
     roots = roots.join(starts.select(F.col("node").alias("root"), "__origin"), "root").withColumnRenamed(
         "root", "__lineage"
     )
