@@ -140,7 +140,10 @@ def apply_new_files(
             )
             start, width = start + len(chunk), size
             continue
-        done = chunk[: chunk.index(result.open_from)] if result.open_from in chunk else chunk
+        began = result.open_from
+        if began is not None and began == _neighbours(files, chunk)[0]:
+            began = chunk[0]  # begun in the file before the batch (a ledger of an older version): wait too
+        done = chunk[: chunk.index(began)] if began in chunk else chunk
         if not done and start + len(chunk) < len(todo):  # one transaction spans the batch: read more files
             width *= 2
             log.info("a transaction begun in %s goes on past the batch: reading %d files", chunk[0], width)
@@ -148,6 +151,8 @@ def apply_new_files(
         if done:  # files from the one an open transaction began in wait for its commit (read again then)
             _record(spark, lake, done, stats, run_id, len(batches))
             recorded += len(done)
+        if len(done) < len(chunk) and start + len(chunk) >= len(todo):
+            break  # the rest is inside a transaction whose commit has not landed: nothing more to read now
         start, width = start + (len(done) or len(chunk)), size
     return RunSummary(
         run_id=run_id,
