@@ -136,7 +136,10 @@ def test_resolver_run_on_s3_with_a_killed_run_equals_postgresql(
     lake = f"s3a://{BUCKET}/lake"
     pipeline = tmp_path / "pipeline.yaml"
     source = f"source: {{path: 's3a://{BUCKET}/landing/', format: wal2json-v2}}"
-    pipeline.write_text(f"{source}\nlake: '{lake}'\nmax_files_per_batch: 2\n")
+    # one batch per run and per micro-batch: what this test adds is S3 (listing, reading, the lake, the
+    # checkpoint and the lock table on it); batches of fewer files, their neighbours and held-back
+    # transactions are test_run's and test_stream's, on a local folder
+    pipeline.write_text(f"{source}\nlake: '{lake}'\nmax_files_per_batch: {FILES}\n")
     tables = d.tables_for(2)
     for i in range(2):
         s3.put(f"landing/{i:04d}.json", files[i])
