@@ -21,6 +21,7 @@ from resolver.first_batch import apply_first_batch, is_first_batch
 from resolver.lake import changes_path
 from resolver.merge import (
     diff_rows,
+    keys_of,
     late_events,
     merge_changes,
     merge_snapshot,
@@ -98,7 +99,7 @@ def apply_table(
         counts["h_total"] = _merge_history(spark, name, versions, tables.history, layout, affected, meta)
     if tables.snapshot is not None:
         with step(spark, name, "snapshot merge"):
-            written = _merge_snapshot(tables.snapshot, versions, layout, affected)
+            written = _merge_snapshot(tables.snapshot, versions, changes, layout, affected)
         counts.update({f"s_{action}": n for action, n in written.items()})
     bad = bad_value_records(stored.exploded.rows, layout) if counts["bad"] else None
     mark_applied(spark, lake, layout, tables, stored.version, affected)
@@ -186,13 +187,15 @@ def _merge_history(
 
 
 def _merge_snapshot(
-    snapshot: DeltaTable, versions: DataFrame, layout: TableLayout, affected: Affected
+    snapshot: DeltaTable, versions: DataFrame, changes: DataFrame, layout: TableLayout, affected: Affected
 ) -> dict[str, int]:
-    """MERGE the affected keys' newest versions into the snapshot, straight from the versions: the
+    """MERGE the affected keys' current versions into the snapshot, straight from the versions: the
     snapshot's own rows are the MERGE's target, so a run killed between the two MERGEs is completed too.
-    With every key affected, the whole snapshot is replaced."""
+    Every affected key is named by one of its changes; with every key affected, the whole snapshot is
+    replaced."""
     cols = snapshot.toDF().columns
+    current = versions.filter("__is_current").select(*[sql.col(c) for c in cols])
     if affected.nodes is None:
-        current = versions.filter("__is_current").select(*[sql.col(c) for c in cols])
         return replace_snapshot(snapshot, current, list(layout.key), cols)
-    return merge_snapshot(snapshot, versions, list(layout.key), cols, affected.ranges)
+    keys = keys_of(changes, layout.key).distinct()
+    return merge_snapshot(snapshot, current, keys, list(layout.key), cols, affected.ranges)

@@ -59,24 +59,23 @@ def late_events(rows: DataFrame, changes: DataFrame) -> int:
 
 
 def merge_snapshot(
-    target: DeltaTable, versions: DataFrame, key: list[str], cols: list[str], ranges: list[KeyRange]
+    target: DeltaTable,
+    current: DataFrame,
+    keys: DataFrame,
+    key: list[str],
+    cols: list[str],
+    ranges: list[KeyRange],
 ) -> dict[str, int]:
-    """One MERGE making the snapshot rows of the keys ``versions`` hold (the affected keys' versions, every
-    one of them: a key the snapshot holds has versions) equal their newest version, without reading the
-    snapshot first: a current newest version updates its row when a column differs or is inserted, and a
-    closed one (deleted, moved away) deletes the row. The condition bounds the target by ``ranges``.
-    Returns the rows inserted, updated and deleted, as ``merge_changes``."""
-    values = [c for c in cols if c not in key]
-    newest = F.max_by(
-        F.struct(*[sql.col(c).alias(c) for c in values], F.col("__is_current").alias("__is_current")),
-        F.struct("__start_lsn", "__is_current"),
-    ).alias("__v")
-    source = versions.groupBy(*[sql.col(k).alias(k) for k in key]).agg(newest)
-    source = source.select(
-        *[sql.col(k) for k in key],
-        *[F.col("__v").getField(c).alias(c) for c in values],
-        (~F.col("__v.__is_current")).alias("__gone"),
-    )
+    """One MERGE making the snapshot rows of the affected ``keys`` (the key columns, each key once) equal
+    ``current`` (their current versions), without reading the snapshot first: a current version updates its
+    row when a column differs or is inserted, and a key without one deletes its row. The condition bounds
+    the target by ``ranges``. Returns the rows inserted, updated and deleted, as ``merge_changes``."""
+    on_key = [sql.col("c", k).eqNullSafe(sql.col("k", k)) for k in key]
+    joined = keys.alias("k").join(current.withColumn("__has", F.lit(True)).alias("c"), on_key, "left")
+    source = joined.select(
+        *[sql.col("k" if c in key else "c", c).alias(c) for c in cols],
+        F.col("c.__has").isNull().alias("__gone"),
+    ).localCheckpoint(eager=True)  # one row per key; the MERGE reads it twice
     same = " AND ".join(f"t.{sql.ident(c)} <=> s.{sql.ident(c)}" for c in cols)
     return _merge(
         target.alias("t").merge(source.alias("s"), _on(ranges, key)),
