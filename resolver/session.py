@@ -22,6 +22,12 @@ _DEFAULTS = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.shuffle.partitions": "4",
     "spark.default.parallelism": "4",
+    # Adaptive execution runs each query stage as a job of its own and re-plans between them; with four
+    # shuffle partitions it has nothing to coalesce on one machine. Off, a table-batch of the common case
+    # (seed000 batch 2) runs 24 Spark jobs instead of 45 in the same time, and a 20,000-event batch against
+    # a 200,000-row table takes as long or less (bench/README.md, "Jobs per batch"). A cluster session
+    # passed to the library keeps its own setting.
+    "spark.sql.adaptive.enabled": "false",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
