@@ -109,6 +109,7 @@ def ingest(
         duplicates=events_read - accepted - refused,
         quarantined=quarantined,
         messages=counts["messages"],
+        tombstones=counts["tombstones"],
         bronze_version=version,
         tables=tables,
         open_from=open_from,

@@ -94,6 +94,7 @@ def list_files(paths: Sequence[str], fs: FileSystem = LOCAL) -> list[str]:
 _SHAPES = {
     Format.WAL2JSON_V1: 'a format-1 transaction object ({"change":[...]}, "{" or a chunk header)',
     Format.WAL2JSON_V2: 'a format-2 record (an object with an "action")',
+    Format.DEBEZIUM_JSON: 'a Debezium record (an object with "op" and "source", or its schema envelope)',
 }
 
 
@@ -102,8 +103,8 @@ def resolve_format(files: Sequence[str], fmt: Format | str | None = None, fs: Fi
 
     Each file's head is read up to its first recognisable record (``resolver.wal2json.file_head``); a file
     without a non-blank line shows nothing and conflicts with nothing. ``ConfigError``, one line naming the
-    file: without ``fmt``, a file whose head is neither format, or files of both formats; with ``fmt``, a
-    file of the other format (one that is neither is read as ``fmt``, its records quarantined). When no
+    file: without ``fmt``, a file whose head is none of the formats, or files of several; with ``fmt``, a
+    file of another format (one that is none is read as ``fmt``, its records quarantined). When no
     file has a record nothing will be read and the format does not matter: ``fmt``, else format 2.
     """
     given = _format(fmt) if fmt is not None else None
@@ -114,8 +115,8 @@ def resolve_format(files: Sequence[str], fmt: Format | str | None = None, fs: Fi
             continue
         if head.format is None and given is None:
             raise ConfigError(
-                f"cannot tell the format of {path!r}: its first record ({_excerpt(head.first)}) is neither "
-                "wal2json format 1 nor 2 (give --format)"
+                f"cannot tell the format of {path!r}: its first record ({_excerpt(head.first)}) is not "
+                "wal2json format 1 or 2 or Debezium JSON (give --format)"
             )
         if head.format is None:
             continue

@@ -52,6 +52,10 @@ class Format(StrEnum):
     written in chunks)."""
     WAL2JSON_V2 = "wal2json-v2"
     """wal2json ``format-version=2``: one JSON object per record, transactions framed by B … C."""
+    DEBEZIUM_JSON = "debezium-json"
+    """Debezium's PostgreSQL connector: one Kafka record per line, its value as Kafka Connect JSON (with or
+    without the schema envelope), or a whole record ``{"key", "value", "headers"}``
+    (``resolver.debezium``)."""
 
 
 class ChangeEvent(ResolverModel):
@@ -132,6 +136,7 @@ class IngestSummary(ResolverModel):
     duplicates: int = Field(description="Events skipped because bronze already had them (or the batch twice)")
     quarantined: int = Field(description="Records written to the quarantine table")
     messages: int = Field(description="Logical-decoding messages (not row changes), skipped")
+    tombstones: int = Field(0, description="Debezium tombstones (records without a value), skipped")
     bronze_version: int | None = Field(None, description="Delta version of bronze after this batch")
     tables: list[TableSummary] = Field(default_factory=list, description="Per table: what silver got")
     open_from: str | None = Field(
@@ -150,6 +155,7 @@ class IngestSummary(ResolverModel):
             f"duplicates skipped   {self.duplicates}",
             f"quarantined          {self.quarantined}",
             f"messages skipped     {self.messages}",
+            *([f"tombstones skipped   {self.tombstones}"] if self.tombstones else []),
             *table_lines(self.tables),
         ]
 

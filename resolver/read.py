@@ -56,6 +56,8 @@ _PARSED_SCHEMA = T.StructType(
     _EXTRA + [T.StructField(f.name, f.dataType, True) for f in EVENT_SCHEMA.fields]  # all nullable here
 )
 _BATCH_ROWS = 4096
+#: the counters the readers yield (``Count``) that a batch's summary reports
+_COUNTERS = ("transactions", "messages", "tombstones", "fragment")
 
 
 def _rows_of(fh: BinaryIO, path: str, index: int, fmt: Format) -> Iterator[dict[str, Any]]:
@@ -182,7 +184,7 @@ class ParsedBatch:
                 .collect()
             )  # a handful of rows: one per kind and counter
             got = {r["name"]: r for r in rows}
-            out = {k: int(got[k]["v"]) if k in got else 0 for k in ("transactions", "messages", "fragment")}
+            out = {k: int(got[k]["v"]) if k in got else 0 for k in _COUNTERS}
             out["events"] = int(got["event"]["v"]) if "event" in got else 0
             out["quarantined"] = int(got["quarantine"]["v"]) if "quarantine" in got else 0
             bounds = [

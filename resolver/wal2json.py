@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from resolver.debezium import read_debezium
 from resolver.lsn import format_lsn, parse_lsn
 from resolver.models import Format
 from resolver.wal2json_detect import DETECT_LINES, FileHead, detect_format, file_head
@@ -62,9 +63,12 @@ __all__ = [
 def read_lines(
     lines: Iterable[bytes], source_file: str, fmt: Format
 ) -> Iterator[Event | Quarantined | Fragment | Count]:
-    """Read one file's lines (bytes, with or without line ends) as one wal2json stream."""
+    """Read one file's lines (bytes, with or without line ends) as one stream of ``fmt`` (wal2json, or
+    Debezium through ``resolver.debezium``)."""
     numbered = _decode(lines)
-    if fmt is Format.WAL2JSON_V1:
+    if fmt is Format.DEBEZIUM_JSON:
+        yield from read_debezium(numbered, source_file)
+    elif fmt is Format.WAL2JSON_V1:
         yield from read_v1(numbered, source_file)
     else:
         yield from read_v2(numbered, source_file)

@@ -56,9 +56,23 @@ def _line_format(text: bytes) -> Format | None:
         return None
     if isinstance(obj, dict) and "action" in obj:
         return Format.WAL2JSON_V2
+    if _is_debezium(obj):
+        return Format.DEBEZIUM_JSON
     if isinstance(obj, dict) and isinstance(obj.get("change"), list):
         return Format.WAL2JSON_V1
     return None
+
+
+def _is_debezium(obj: object) -> bool:
+    """A Debezium record: a change (``op`` and ``source``), a transaction record (``status`` and
+    ``data_collections``), either in the schema envelope, or a whole record with such a ``value``."""
+    if not isinstance(obj, dict):
+        return False
+    if "value" in obj and "op" not in obj and "status" not in obj:
+        return _is_debezium(obj["value"])
+    if "payload" in obj and "schema" in obj:
+        return _is_debezium(obj["payload"])
+    return ("op" in obj and "source" in obj) or ("status" in obj and "data_collections" in obj)
 
 
 class FileHead(NamedTuple):

@@ -22,6 +22,8 @@ from resolver.models import Format
 __all__ = [
     "MAX_JSON_DEPTH",
     "BadRecord",
+    "check_record",
+    "decode_json",
     "parse_commit_time",
     "parse_record",
     "too_deep",
@@ -134,8 +136,7 @@ def parse_commit_time(ts: str | None) -> datetime | None:
 @cache
 def validator(fmt: Format) -> Callable[[Any], Any]:
     """The compiled JSON Schema of one wal2json format (compiled once per process)."""
-    name = "v1.json" if fmt is Format.WAL2JSON_V1 else "v2.json"
-    schema = json.loads(_schema_text(name))
+    schema = json.loads(_schema_text(_SCHEMA_FILES[fmt]))
     definitions = schema.pop("definitions", {})
     full = fastjsonschema.compile(_inline(schema, definitions))
     # The v2 schema dispatches on "action" with if/then branches, which fastjsonschema evaluates by raising
@@ -175,12 +176,21 @@ def _inline(node: Any, definitions: dict[str, Any]) -> Any:
     return node
 
 
-def _schema_text(name: str) -> str:
-    """A schema file: from the source tree's schemas/wal2json/ (a checkout), else from the installed wheel."""
-    checkout = Path(__file__).resolve().parents[1] / "schemas" / "wal2json" / name
+#: each format's JSON Schema: (folder under schemas/, file)
+_SCHEMA_FILES = {
+    Format.WAL2JSON_V1: ("wal2json", "v1.json"),
+    Format.WAL2JSON_V2: ("wal2json", "v2.json"),
+    Format.DEBEZIUM_JSON: ("debezium", "change.json"),
+}
+
+
+def _schema_text(where: tuple[str, str]) -> str:
+    """A schema file: from the source tree's schemas/ (a checkout), else from the installed wheel."""
+    folder, name = where
+    checkout = Path(__file__).resolve().parents[1] / "schemas" / folder / name
     if checkout.is_file():
         return checkout.read_text("utf-8")
-    return resources.files("resolver.wal2json_schemas").joinpath(name).read_text("utf-8")
+    return resources.files(f"resolver.{folder}_schemas").joinpath(name).read_text("utf-8")
 
 
 class BadRecord(Exception):
@@ -212,16 +222,30 @@ def _check_lsns(obj: dict[str, Any]) -> None:
 def parse_record(text: str, fmt: Format) -> dict[str, Any]:
     """Decode and validate one record; ``BadRecord`` (its message the quarantine reason) for whatever is
     wrong."""
+    return check_record(decode_json(text), fmt)
+
+
+def decode_json(text: str) -> Any:
+    """Decode one line (numbers keep their exact text); ``BadRecord`` when it is not JSON or too deep."""
     if too_deep(text):
         raise BadRecord(_DEPTH_REASON)
     try:
-        obj = _decoder.decode(text)
-        validator(fmt)(obj)
-        _check_lsns(obj)
+        return _decoder.decode(text)
     except json.JSONDecodeError as e:
         raise BadRecord(
             f"not JSON: {e.msg} (line {e.lineno}, column {e.colno}) (rule: json-syntax)"
         ) from None
+    except RecursionError:
+        raise BadRecord(_DEPTH_REASON) from None
+    except Exception as e:  # e.g. an integer of more than 4,300 digits
+        raise BadRecord(unexpected_failure(e)) from None
+
+
+def check_record(obj: Any, fmt: Format) -> dict[str, Any]:
+    """Validate a decoded record against its format's JSON Schema; ``BadRecord`` for whatever is wrong."""
+    try:
+        validator(fmt)(obj)
+        _check_lsns(obj)
     except fastjsonschema.JsonSchemaValueException as e:
         path = e.name or "data"
         raise BadRecord(f"{path}: {e.message.removeprefix(path + ' ')} (rule: {e.rule})") from None

@@ -16,6 +16,7 @@ from tests.conftest_pg import pg_db, pg_server  # noqa: F401  (re-exported fixtu
 SLOW = (
     "tests/test_bench.py",
     "tests/test_crash.py",
+    "tests/test_debezium_differential.py",
     "tests/test_differential.py",
     "tests/test_evolution_differential.py",
     "tests/test_ingest.py",

@@ -109,8 +109,8 @@ def _folder(path: Path, **files: Path | bytes) -> Path:
         (
             {"a.json": SAMPLES / "wal2json-v2/0001.json", "x.json": b"\n\n# not a change stream\n"},
             [],
-            "cannot tell the format of '{d}/x.json': its first record ('# not a change stream') is neither "
-            "wal2json format 1 nor 2 (give --format)",
+            "cannot tell the format of '{d}/x.json': its first record ('# not a change stream') is not "
+            "wal2json format 1 or 2 or Debezium JSON (give --format)",
         ),
         (
             {"a.json": b"", "b.json": SAMPLES / "wal2json-v1/0001.json"},

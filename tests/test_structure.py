@@ -18,6 +18,8 @@ PURE = [
     "resolver.wal2json_v2",
     "resolver.wal2json_record",
     "resolver.wal2json_detect",
+    "resolver.debezium",
+    "resolver.debezium_values",
     "resolver.keys",
     "resolver.drops",
     "resolver.tablemeta",

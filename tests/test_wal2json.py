@@ -463,8 +463,8 @@ def test_resolve_format_refuses_mixed_unknown_and_mismatched_files_in_one_line(t
     with pytest.raises(ConfigError) as err:
         resolve_format([a, junk])
     assert str(err.value) == (
-        f"cannot tell the format of {junk!r}: its first record ('id,name') is neither wal2json format 1 "
-        "nor 2 (give --format)"
+        f"cannot tell the format of {junk!r}: its first record ('id,name') is not wal2json format 1 "
+        "or 2 or Debezium JSON (give --format)"
     )
     with pytest.raises(ConfigError) as err:
         resolve_format([b, a], "wal2json-v2")
