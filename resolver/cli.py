@@ -37,7 +37,8 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     from resolver.run_command import add_run, run
 
     parser = argparse.ArgumentParser(
-        prog="resolver", description="Resolve PostgreSQL wal2json change streams into Delta Lake tables."
+        prog="resolver",
+        description="Resolve PostgreSQL change streams (wal2json, Debezium) into Delta Lake tables.",
     )
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks on errors")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -52,23 +53,26 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
 def _add_ingest(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ingest = commands.add_parser(
         "ingest",
-        help="ingest wal2json files as one batch into a lake",
-        description="Read wal2json files (one batch, in the order given), validate every record, append new "
-        "change events to <lake>/bronze/change_events and bad records to <lake>/quarantine, then bring each "
-        "table's snapshot <lake>/silver/<schema>.<table> and history <lake>/silver/<schema>.<table>__history "
-        "up to date. Running a batch again, or batches in any order, gives the same tables.",
+        help="ingest change-stream files (wal2json, Debezium JSON) as one batch into a lake",
+        description="Read wal2json or Debezium files (one batch, in the order given), validate every "
+        "record, append new change events to <lake>/bronze/change_events and bad records to "
+        "<lake>/quarantine, then bring each table's snapshot <lake>/silver/<schema>.<table> and history "
+        "<lake>/silver/<schema>.<table>__history up to date. Running a batch again, or batches in any "
+        "order, gives the same tables.",
         epilog="examples:\n"
         "  resolver ingest samples/wal2json-v2 --lake lake\n"
         "  resolver ingest landing/0001.json landing/0002.json --lake lake --format wal2json-v1 "
         "--schemas schemas/",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ingest.add_argument("files", nargs="+", metavar="FILE", help="wal2json files, or folders of them")
+    ingest.add_argument(
+        "files", nargs="+", metavar="FILE", help="wal2json or Debezium files, or folders of them"
+    )
     ingest.add_argument("--lake", required=True, metavar="DIR", help="lake folder (created if missing)")
     ingest.add_argument(
         "--format",
         choices=[f.value for f in Format],
-        help="wal2json format-version of the files (default: detected from each file's first record)",
+        help="format of the files (default: detected from each file's first record)",
     )
     ingest.add_argument("--schemas", metavar="DIR", help="folder of per-table schema YAML files (optional)")
     ingest.add_argument("--json", action="store_true", help="print the summary as JSON (stdout)")
@@ -85,22 +89,24 @@ def _add_schemas(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     sub = schemas.add_subparsers(dest="action", required=True)
     infer = sub.add_parser(
         "infer",
-        help="write a schema file per table from wal2json files",
-        description="Read wal2json files (no Spark) and write one <schema>.<table>.yaml per table: columns "
-        "in the order they first appear, their PostgreSQL and Spark types, and the primary key the stream "
-        "reports (or the replica identity). Edit them, keep them in version control, and pass the folder "
-        "to 'resolver ingest --schemas'. A type written there is pinned: remove it to let the column "
-        "follow the stream.",
+        help="write a schema file per table from wal2json or Debezium files",
+        description="Read wal2json or Debezium files (no Spark) and write one <schema>.<table>.yaml per"
+        " table: columns in the order they first appear, their PostgreSQL and Spark types, and the "
+        "primary key the stream reports (or the replica identity). Edit them, keep them in version "
+        "control, and pass the folder to 'resolver ingest --schemas'. A type written there is pinned: "
+        "remove it to let the column follow the stream.",
         epilog="examples:\n"
         "  resolver schemas infer samples/wal2json-v2 --out schemas/\n"
         "  resolver schemas infer landing/*.json --format wal2json-v1 --out schemas/ --overwrite",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    infer.add_argument("files", nargs="+", metavar="FILE", help="wal2json files, or folders of them")
+    infer.add_argument(
+        "files", nargs="+", metavar="FILE", help="wal2json or Debezium files, or folders of them"
+    )
     infer.add_argument(
         "--format",
         choices=[f.value for f in Format],
-        help="wal2json format-version of the files (default: detected from each file's first record)",
+        help="format of the files (default: detected from each file's first record)",
     )
     infer.add_argument("--out", required=True, metavar="DIR", help="folder to write the files to")
     infer.add_argument("--overwrite", action="store_true", help="replace files that exist")
