@@ -310,10 +310,11 @@ class Bench:
             note=f"{jobs:.0f} Spark jobs per batch (issue 15: <= {G3_JOBS})",
             why=f"The fixed cost: {jobs:.0f} Spark jobs per batch against "
             f"{statistics.median(r.jobs for r in append):.0f} for the append. A batch writes three Delta "
-            "tables (the change store by a blind append, the history and the snapshot by a MERGE each), and "
-            "a Delta MERGE runs 8-14 jobs by itself here, two of them Delta computing the target's state; "
-            "the rest are the batch's metadata aggregate, the held changes of the affected keys and the "
-            "resolution (with adaptive execution, one job per query stage). "
+            "tables (the change store, the history and the snapshot), and a Delta MERGE runs 5-7 jobs by "
+            "itself here, two of them Delta computing the target's size; the rest are the batch's metadata "
+            "aggregate, the held changes of the affected keys and the resolution. The seconds are not the "
+            "jobs: halving the jobs (adaptive execution off, bench/README.md) left them unchanged; each "
+            "Delta commit costs seconds of planning and log work whatever its size. "
             "`python -m bench.steps --jobs` lists every job of a batch by step.",
         )
 
