@@ -61,7 +61,8 @@ def test_a_full_pipeline_file(tmp_path: Path) -> None:
         ("lake: x\n", "p.yaml: source: missing, expected a value"),
         (
             "source: {path: a, format: wal2json-v3}\nlake: x\n",
-            "p.yaml: source.format: found 'wal2json-v3': Input should be 'wal2json-v1' or 'wal2json-v2'",
+            "p.yaml: source.format: found 'wal2json-v3': Input should be 'wal2json-v1', 'wal2json-v2' or "
+            "'debezium-json'",
         ),
         (
             "source: {path: a, format: wal2json-v2}\nlake: x\nmax_file_per_batch: 3\n",
