@@ -51,7 +51,7 @@ from resolver.names import qualified
 from resolver.wal2json_items import Count, Event, Quarantined, base_row, not_utf8
 from resolver.wal2json_record import BadRecord, check_record, decode_json, unexpected_failure
 
-__all__ = ["read_debezium"]
+__all__ = ["is_whole_record", "read_debezium"]
 
 _OPS = {"c": "insert", "r": "insert", "u": "update", "d": "delete", "t": "truncate"}
 _POSITION_LIMIT = 2**31 - 1
@@ -123,7 +123,7 @@ def _record(n: int, text: str) -> _Change | Count:
         return Count("tombstones", 1, n, n)
     obj = decode_json(text)
     key_names: list[str] | None = None
-    if isinstance(obj, dict) and "value" in obj and not {"op", "status", "payload"} & obj.keys():
+    if is_whole_record(obj):
         key_names = _key_names(obj.get("key"))  # a whole record: its key names the primary key
         obj = obj["value"]
         if obj is None:
@@ -135,6 +135,11 @@ def _record(n: int, text: str) -> _Change | Count:
     if payload["op"] == "m":
         return Count("messages", 1, n, n)
     return _Change(n, text, payload, _codecs(schema), key_names)
+
+
+def is_whole_record(obj: Any) -> bool:
+    """Whether a decoded line is a whole Kafka record ``{"key", "value", "headers"}``, not a value."""
+    return isinstance(obj, dict) and "value" in obj and not {"op", "status", "payload"} & obj.keys()
 
 
 def _key_names(key: Any) -> list[str] | None:

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator
 from itertools import chain
 from typing import BinaryIO, NamedTuple
 
+from resolver.debezium import is_whole_record
 from resolver.models import Format
 from resolver.wal2json_record import too_deep
 
@@ -68,7 +69,7 @@ def _is_debezium(obj: object) -> bool:
     ``data_collections``), either in the schema envelope, or a whole record with such a ``value``."""
     if not isinstance(obj, dict):
         return False
-    if "value" in obj and "op" not in obj and "status" not in obj:
+    if is_whole_record(obj):
         return _is_debezium(obj["value"])
     if "payload" in obj and "schema" in obj:
         return _is_debezium(obj["payload"])
