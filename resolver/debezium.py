@@ -21,9 +21,11 @@ What each change becomes (``resolver.models.ChangeEvent``):
   (``resolver.debezium_values``). The placeholder of an unchanged TOASTed value (``placeholder``, Debezium's
   ``unavailable.value.placeholder``) makes its column *absent*: the previous value carries on.
 * A key change: Debezium sends the delete of the old key (then a tombstone) and the create of the new one,
-  both from the same WAL record, so with the same ``source.lsn`` and ``txId``. When the create follows the
-  delete in the file (one topic partition delivers them in that order), the two become one update from the
-  old key to the new one, so unchanged TOASTed values and the row's history follow it.
+  both from the same WAL record, so with the same ``source.lsn`` and ``txId``. They become one update from
+  the old key to the new one, so unchanged TOASTed values and the row's history follow it: from the create
+  alone when its ``__debezium.oldkey`` header names the old key (the delete, marked ``__debezium.newkey``,
+  is then left out; ``resolver.debezium_record``), else when the create follows the delete in the file
+  (one topic partition delivers them in that order).
 
 Order (``../shared/reference/wal2json_spec.md`` section 7 for wal2json's): pgoutput hands Debezium whole
 transactions in commit order, and ``source.sequence`` is ``["<last commit LSN>", "<lsn>"]``: the first is the
@@ -45,13 +47,14 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from resolver.debezium_values import DEFAULT_PLACEHOLDER, ColumnCodec, codec_of, is_placeholder, plain_text
+from resolver.debezium_record import NEW_KEY, OLD_KEY, codecs, header_key, is_whole_record, key_names
+from resolver.debezium_values import DEFAULT_PLACEHOLDER, ColumnCodec, is_placeholder, plain_text
 from resolver.models import Format
 from resolver.names import qualified
 from resolver.wal2json_items import Count, Event, Quarantined, base_row, not_utf8
 from resolver.wal2json_record import BadRecord, check_record, decode_json, unexpected_failure
 
-__all__ = ["is_whole_record", "read_debezium"]
+__all__ = ["read_debezium"]
 
 _OPS = {"c": "insert", "r": "insert", "u": "update", "d": "delete", "t": "truncate"}
 _POSITION_LIMIT = 2**31 - 1
@@ -59,9 +62,11 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class _Change:
-    """One change record read: its line, text, payload, the codecs of its columns, the key's names."""
+    """One change record read: its line, text, payload, the codecs of its columns, the key's names, and
+    what its key-change headers say (``resolver.debezium_record``): the old key a create moved from, and
+    whether a delete is the first half of a key change."""
 
-    __slots__ = ("codecs", "key", "line", "payload", "raw")
+    __slots__ = ("codecs", "key", "line", "moved_from", "moving", "payload", "raw")
 
     def __init__(
         self,
@@ -70,8 +75,12 @@ class _Change:
         payload: dict[str, Any],
         codecs: dict[str, ColumnCodec],
         key: list[str] | None,
+        headers: Any = None,
     ) -> None:
         self.line, self.raw, self.payload, self.codecs, self.key = line, raw, payload, codecs, key
+        op = payload.get("op")
+        self.moved_from = header_key(headers, OLD_KEY) if op == "c" else None
+        self.moving = op == "d" and header_key(headers, NEW_KEY) is not None
 
     @property
     def source(self) -> dict[str, Any]:
@@ -109,6 +118,10 @@ def read_debezium(
             held = None
         if isinstance(item, Count):
             yield item
+        elif item.moving:
+            continue  # the first half of a key change whose create names the old key: the create moves it
+        elif item.moved_from is not None:
+            yield _event(lambda c=item: _moved_by_header(c, source_file, placeholder), item)
         elif item.payload["op"] == "d":
             held = item
         else:
@@ -122,9 +135,10 @@ def _record(n: int, text: str) -> _Change | Count:
     if text.strip() == "null":
         return Count("tombstones", 1, n, n)
     obj = decode_json(text)
-    key_names: list[str] | None = None
+    names: list[str] | None = None
+    headers = None
     if is_whole_record(obj):
-        key_names = _key_names(obj.get("key"))  # a whole record: its key names the primary key
+        names, headers = key_names(obj.get("key")), obj.get("headers")  # its key names the primary key
         obj = obj["value"]
         if obj is None:
             return Count("tombstones", 1, n, n)
@@ -134,30 +148,7 @@ def _record(n: int, text: str) -> _Change | Count:
         return Count("transactions", 1 if payload["status"] == "END" else 0, n, n)
     if payload["op"] == "m":
         return Count("messages", 1, n, n)
-    return _Change(n, text, payload, _codecs(schema), key_names)
-
-
-def is_whole_record(obj: Any) -> bool:
-    """Whether a decoded line is a whole Kafka record ``{"key", "value", "headers"}``, not a value."""
-    return isinstance(obj, dict) and "value" in obj and not {"op", "status", "payload"} & obj.keys()
-
-
-def _key_names(key: Any) -> list[str] | None:
-    """The primary key's column names from a record's key (envelope or plain), if it has one."""
-    if not isinstance(key, dict):
-        return None
-    fields = key.get("payload") if "payload" in key and "schema" in key else key
-    return list(fields) if isinstance(fields, dict) and fields else None
-
-
-def _codecs(schema: dict[str, Any] | None) -> dict[str, ColumnCodec]:
-    """Each column's codec, from the envelope's ``after`` (or ``before``) struct; none without a schema."""
-    if not schema:
-        return {}
-    for part in schema.get("fields") or []:
-        if part.get("field") in ("after", "before") and part.get("fields"):
-            return {f["field"]: codec_of(f) for f in part["fields"]}
-    return {}
+    return _Change(n, text, payload, codecs(schema), names, headers)
 
 
 def _completes(deleted: _Change, created: _Change) -> bool:
@@ -249,6 +240,17 @@ def _moved(deleted: _Change, created: _Change, source_file: str, placeholder: st
     row["commit_lsn"], row["position"] = _order(deleted, second_half=False)
     before = deleted.payload["before"]
     _columns(row, "old_key", before, deleted.codecs, placeholder, deleted.key or _not_null(before))
+    return row
+
+
+def _moved_by_header(created: _Change, source_file: str, placeholder: str) -> dict[str, Any]:
+    """A key change told by the create's header: one update from that old key to the create's row, in the
+    delete's place (as ``_moved`` makes it from both halves)."""
+    row = _row(created, source_file, placeholder)
+    row["operation"] = "update"
+    row["position"] -= 1  # the delete's: 2 * (lsn - commit_lsn), the create's plus 1
+    old = created.moved_from or {}
+    _columns(row, "old_key", old, created.codecs, placeholder, list(old))
     return row
 
 

@@ -36,12 +36,13 @@ import os
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from resolver.errors import ConfigError
 from resolver.input_files import local_listing
+from resolver.kafka_config import KafkaSource
 from resolver.models import Format, ResolverModel
-from resolver.paths import is_uri
+from resolver.paths import is_uri, join_inside
 from resolver.policy import Policies
 from resolver.yamlconfig import parse_yaml
 
@@ -105,12 +106,31 @@ class TableSettings(ResolverModel):
 
 
 class Source(ResolverModel):
-    """Where the wal2json files land."""
+    """Where the change records land: files in a folder, or Kafka topics that the resolver lands there
+    itself (``kafka``, ``resolver.kafka_config``)."""
 
-    path: str = Field(min_length=1, description="A folder (files in name order) or a glob")
-    format: Format | None = Field(
-        default=None, description="wal2json-v1 or wal2json-v2 (default: detected from the files)"
+    path: str | None = Field(
+        default=None,
+        min_length=1,
+        description="A folder (files in name order) or a glob; with kafka, where the records are landed "
+        "(default <lake>/_resolver/kafka)",
     )
+    format: Format | None = Field(
+        default=None,
+        description="wal2json-v1, wal2json-v2 or debezium-json (default: detected from the files; "
+        "required with kafka)",
+    )
+    kafka: KafkaSource | None = Field(default=None, description="Kafka topics to read (docs/kafka.md)")
+
+    @model_validator(mode="after")
+    def _where(self) -> Source:
+        if self.kafka is None and self.path is None:
+            raise ValueError("found neither path nor kafka (expected a folder, a glob, or kafka topics)")
+        if self.kafka is not None and self.format is None:
+            raise ValueError(
+                "found kafka without format (expected format: debezium-json, wal2json-v1 or wal2json-v2)"
+            )
+        return self
 
 
 class StreamSettings(ResolverModel):
@@ -172,16 +192,20 @@ def parse_pipeline(text: str, source: str = "<pipeline>", base: str | Path = "."
         source,
         Pipeline,
         "a mapping with 'source' and 'lake'",
-        lambda loc: _MODELS.get(str(loc[0]) if loc else "", Pipeline),
+        lambda loc: _MODELS.get(
+            ".".join(str(p) for p in loc[:2]), _MODELS.get(str(loc[0]) if loc else "", Pipeline)
+        ),
     )
 
     def resolve(p: str) -> str:
         return p if os.path.isabs(p) or is_uri(p) else os.path.normpath(os.path.join(base, p))
 
+    lake = resolve(pipeline.lake)
+    source = pipeline.source.path or join_inside(lake, "_resolver", "kafka")  # without a path: kafka's
     return pipeline.model_copy(
         update={
-            "source": pipeline.source.model_copy(update={"path": resolve(pipeline.source.path)}),
-            "lake": resolve(pipeline.lake),
+            "source": pipeline.source.model_copy(update={"path": resolve(source)}),
+            "lake": lake,
             "schemas": resolve(pipeline.schemas) if pipeline.schemas else None,
             "stream": pipeline.stream.model_copy(
                 update={
@@ -212,6 +236,7 @@ def load_pipeline(path: str | Path) -> Pipeline:
 
 _MODELS: dict[str, type[BaseModel]] = {
     "source": Source,
+    "source.kafka": KafkaSource,
     "stream": StreamSettings,
     "defaults": TableSettings,
     "tables": TableSettings,

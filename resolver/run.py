@@ -34,6 +34,7 @@ from pyspark.sql import types as T
 
 from resolver import delta
 from resolver.bronze import ingest
+from resolver.errors import ConfigError
 from resolver.hadoop_files import source_listing
 from resolver.input_files import resolve_format
 from resolver.lock import lake_lock, session_pids
@@ -76,6 +77,11 @@ def run_pipeline(spark: SparkSession, pipeline: Pipeline | str, *, wait_seconds:
     started = time.monotonic()
     if isinstance(pipeline, str):
         pipeline = load_pipeline(pipeline)
+    if pipeline.source.kafka is not None:
+        raise ConfigError(
+            "found a Kafka source (expected files here: a Kafka source is read by resolver.stream's "
+            "run_stream or stream_pipeline, which resolver run calls for it)"
+        )
     schemas = load_schemas(pipeline.schemas) if pipeline.schemas else None
     run_id = new_run_id()
     with lake_lock(pipeline.lake, run_id, wait_seconds, helper_pids=session_pids(spark), spark=spark):

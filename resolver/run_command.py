@@ -76,12 +76,22 @@ def run(args: argparse.Namespace) -> int:
         from resolver.tableschema import load_schemas
 
         load_schemas(pipeline.schemas)
-    spark = session(args)
-    if args.stream:
+    kafka = pipeline.source.kafka is not None
+    if kafka:
+        from resolver.kafka_config import KAFKA_PACKAGE
+
+        spark = session(args, extra_packages=[KAFKA_PACKAGE])
+    else:
+        spark = session(args)
+    if args.stream or kafka:
         from resolver.stream import run_stream
 
+        if not args.stream:
+            logging.getLogger("resolver.run").info(
+                "a Kafka source: what its topics hold now (--stream --once)"
+            )
         wait = STREAM_WAIT_SECONDS if args.wait is None else args.wait
-        summary = run_stream(spark, pipeline, once=args.once, wait_seconds=wait)
+        summary = run_stream(spark, pipeline, once=args.once or not args.stream, wait_seconds=wait)
     else:
         from resolver.run import run_pipeline
 

@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -47,11 +48,13 @@ def settings(args: argparse.Namespace) -> dict[str, str]:
     return {key.replace(".", "__"): value for key, value in getattr(args, "conf", [])}
 
 
-def session(args: argparse.Namespace) -> SparkSession:
-    """The local session the command's options ask for."""
+def session(args: argparse.Namespace, extra_packages: Sequence[str] = ()) -> SparkSession:
+    """The local session the command's options ask for, with ``extra_packages`` (Maven coordinates)."""
     from resolver.session import local_session
 
     packages = [p.strip() for p in getattr(args, "packages", "").split(",") if p.strip()]
+    given = {p.rsplit(":", 1)[0] for p in packages}  # a package given with another version is the user's
+    packages += [p for p in extra_packages if p.rsplit(":", 1)[0] not in given]
     return local_session(master=args.master, packages=packages, **settings(args))
 
 

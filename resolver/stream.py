@@ -17,6 +17,11 @@ the query stops before committing it, and its files are applied again on the nex
 Triggers: a processing-time trigger every ``stream.trigger_seconds`` until the query is stopped, or
 ``availableNow`` (``once=True``): everything that has landed, in micro-batches of at most
 ``max_files_per_batch`` files, then the query ends by itself.
+
+A Kafka source (``source.kafka``) is read by Spark's Kafka source instead: each micro-batch's records are
+first landed as files in ``source.path`` (``resolver.kafka_landing``), and those files are applied as
+above. Its offsets are in the same checkpoint, and a micro-batch run again after a crash lands the same
+files under the same names.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+from resolver.kafka_landing import kafka_records, land
 from resolver.lake import inside
 from resolver.lock import lake_lock, session_pids
 from resolver.models import RunSummary
@@ -108,13 +114,16 @@ def stream_pipeline(
     progress = progress if progress is not None else StreamProgress()
     lake = pipeline.lake
 
-    def apply(files: DataFrame, batch_id: int) -> None:
-        # the micro-batch's file names (a few short strings on the driver; no event goes through it)
-        names = {_listed(r["path"]) for r in files.select("path").collect()}
+    source, offered = (
+        _kafka_source(spark, pipeline) if pipeline.source.kafka else _files_source(spark, pipeline)
+    )
+
+    def apply(batch: DataFrame, batch_id: int) -> None:
         run_id = f"{new_run_id()}-{batch_id}"
-        log.info("micro-batch %d: %d file(s)", batch_id, len(names))
         try:
             with lake_lock(lake, run_id, wait_seconds, helper_pids=session_pids(spark), spark=spark):
+                names = offered(batch, batch_id)
+                log.info("micro-batch %d: %d file(s)", batch_id, len(names))
                 summary = apply_new_files(spark, pipeline, schemas, run_id, only=names)
         except BaseException as e:
             progress.error = e
@@ -125,13 +134,6 @@ def stream_pipeline(
             raise progress.error
         log.info("micro-batch %d: %d file(s) applied", batch_id, summary.files_applied)
 
-    source = (
-        spark.readStream.format("binaryFile")
-        .schema(_BINARY_FILE)
-        .option("maxFilesPerTrigger", pipeline.max_files_per_batch)
-        .load(_absolute(pipeline.source.path))
-        .select("path")
-    )
     writer = source.writeStream.foreachBatch(apply).option("checkpointLocation", checkpoint_path(pipeline))
     if once:
         writer = writer.trigger(availableNow=True)
@@ -167,6 +169,38 @@ def run_stream(
     if progress.error is not None and not isinstance(progress.error, TablesFailed):
         raise progress.error
     return progress.summary(new_run_id(), pipeline.lake, time.monotonic() - started)
+
+
+#: what a micro-batch offers: the source files it names (``apply_new_files``'s ``only``)
+Offered = Callable[[DataFrame, int], set[str]]
+
+
+def _files_source(spark: SparkSession, pipeline: Pipeline) -> tuple[DataFrame, Offered]:
+    """Spark's file source over the landing folder, and a micro-batch's files."""
+    source = (
+        spark.readStream.format("binaryFile")
+        .schema(_BINARY_FILE)
+        .option("maxFilesPerTrigger", pipeline.max_files_per_batch)
+        .load(_absolute(str(pipeline.source.path)))
+        .select("path")
+    )
+
+    def offered(files: DataFrame, batch_id: int) -> set[str]:
+        # the micro-batch's file names (a few short strings on the driver; no event goes through it)
+        return {_listed(r["path"]) for r in files.select("path").collect()}
+
+    return source, offered
+
+
+def _kafka_source(spark: SparkSession, pipeline: Pipeline) -> tuple[DataFrame, Offered]:
+    """Spark's Kafka source over the topics, and a micro-batch's records landed as files."""
+    assert pipeline.source.kafka is not None and pipeline.source.format is not None  # see Source
+    folder, fmt = str(pipeline.source.path), pipeline.source.format
+
+    def offered(records: DataFrame, batch_id: int) -> set[str]:
+        return set(land(spark, records, batch_id, folder, fmt))  # Spark writes them; nothing is collected
+
+    return kafka_records(spark, pipeline.source.kafka), offered
 
 
 def _absolute(path: str) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from itertools import chain
 from typing import BinaryIO, NamedTuple
 
-from resolver.debezium import is_whole_record
+from resolver.debezium_record import is_whole_record
 from resolver.models import Format
 from resolver.wal2json_record import too_deep
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from pyspark.sql import SparkSession
 
+from tests.conftest_kafka import kafka_broker  # noqa: F401  (re-exported fixture)
 from tests.conftest_pg import pg_db, pg_server  # noqa: F401  (re-exported fixtures)
 
 #: The slow tier: whole modules and single tests that build many lakes or replay real PostgreSQL workloads
@@ -51,10 +52,12 @@ _INTERPRETED = {
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
+    from resolver.kafka_config import KAFKA_PACKAGE
     from resolver.session import local_session
 
     session = local_session(
         "resolver-tests",
+        packages=[KAFKA_PACKAGE],  # Spark's Kafka source, for tests/test_kafka_stream.py
         spark__sql__shuffle__partitions="2",
         spark__default__parallelism="2",
         spark__driver__memory="4g",

@@ -126,3 +126,38 @@ def test_the_format_is_detected_from_the_first_record() -> None:
     values = [json.dumps(json.loads(line)["value"]).encode() for line in _vector("plain")]
     assert detect_format(values) is Format.DEBEZIUM_JSON  # values alone, as a sink writes them
     assert detect_format([b'{"action": "B"}']) is Format.WAL2JSON_V2
+
+
+def _as_kafka_lands_headers(line: bytes) -> bytes:
+    """A record with its headers as Spark's Kafka source lands them: a list of {key, value as text}."""
+    record = json.loads(line)
+    headers = record.get("headers") or {}
+    record["headers"] = [{"key": k, "value": json.dumps(v)} for k, v in headers.items()]
+    return json.dumps(record).encode()
+
+
+@pytest.mark.parametrize("form", ["object", "kafka-list"])
+def test_a_key_change_split_across_files_is_one_update_from_its_headers(form: str) -> None:
+    lines = (
+        _vector("envelope") if form == "object" else [_as_kafka_lands_headers(x) for x in _vector("envelope")]
+    )
+    whole = _events(_read(lines))
+    create = next(i for i, x in enumerate(lines) if b"__debezium.oldkey" in x)
+    first, second = _events(_read(lines[:create])), _events(_read(lines[create:]))  # two files, cut between
+    moved = [
+        e for e in whole if e.get("old_key_values") == ["2"] and (e.get("column_values") or [0])[0] == "20"
+    ]
+    assert len(moved) == 1 and moved[0]["operation"] == "update"
+    split = [{k: v for k, v in e.items() if k != "source_line"} for e in first + second]
+    assert split == [{k: v for k, v in e.items() if k != "source_line"} for e in whole]
+
+
+def test_without_headers_a_key_change_is_paired_only_inside_one_file() -> None:
+    lines = [json.dumps({**json.loads(x), "headers": {}}).encode() for x in _vector("envelope")]
+    create = next(i for i, x in enumerate(_vector("envelope")) if b"__debezium.oldkey" in x)
+    together = _events(_read(lines))
+    ops = [(e["operation"], e.get("old_key_values"), (e.get("column_values") or [None])[0]) for e in together]
+    assert ("update", ["2"], "20") in ops and ("insert", None, "20") not in ops
+    split = _events(_read(lines[:create])) + _events(_read(lines[create:]))
+    ops = [(e["operation"], e.get("old_key_values"), (e.get("column_values") or [None])[0]) for e in split]
+    assert ("delete", ["2"], None) in ops and ("insert", None, "20") in ops

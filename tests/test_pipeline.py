@@ -84,6 +84,26 @@ def test_a_full_pipeline_file(tmp_path: Path) -> None:
             "the lake cannot widen to cannot be taken without a lossy cast (pin the column's type in the "
             "schema file to cast on purpose)",
         ),
+        ("source: {}\nlake: x\n", "p.yaml: source: found neither path nor kafka (expected a folder, a glob"),
+        (
+            "source: {kafka: {bootstrap_servers: b:9092, topics: [t]}}\nlake: x\n",
+            "p.yaml: source: found kafka without format (expected format: debezium-json, wal2json-v1 or "
+            "wal2json-v2)",
+        ),
+        (
+            "source: {kafka: {bootstrap_servers: b:9092}, format: debezium-json}\nlake: x\n",
+            "p.yaml: source.kafka: found neither of topics and topic_pattern (expected exactly one)",
+        ),
+        (
+            "source: {kafka: {bootstrap_servers: b:9092, topic: [t]}, format: debezium-json}\nlake: x\n",
+            "p.yaml: source.kafka.topic: unknown key 'topic' (did you mean 'topics'?)",
+        ),
+        (
+            "source: {kafka: {bootstrap_servers: b:9092, topics: [t], options: {startingOffsets: latest}}, "
+            "format: debezium-json}\nlake: x\n",
+            "p.yaml: source.kafka: found startingOffsets (use starting_offsets) in options (expected them as "
+            "fields of source.kafka)",
+        ),
         ("- a\n", "p.yaml: found list, expected a mapping with 'source' and 'lake'"),
         ("source: [\n", "p.yaml: not valid YAML at line 2 column 1: expected the node content"),
     ],
@@ -121,3 +141,28 @@ def test_the_source_format_is_optional(tmp_path: Path) -> None:
     )  # resolver run detects it from the files (resolver.input_files.resolve_format)
     given = parse_pipeline("source: {path: landing, format: wal2json-v1}\nlake: lake\n", "p.yaml", tmp_path)
     assert given.source.format == Format.WAL2JSON_V1
+
+
+def test_a_kafka_source_lands_its_records_in_the_lake_unless_told_where(tmp_path: Path) -> None:
+    text = """
+source:
+  kafka:
+    bootstrap_servers: b1:9092,b2:9092
+    topic_pattern: "pg\\\\.public\\\\..*"
+    max_offsets_per_trigger: 500
+    options: {kafka.security.protocol: SASL_SSL}
+  format: debezium-json
+lake: lake/
+"""
+    pipeline = parse_pipeline(text, "p.yaml", tmp_path)
+    assert pipeline.source.path == os.path.join(tmp_path, "lake", "_resolver", "kafka")
+    assert pipeline.source.kafka is not None
+    assert pipeline.source.kafka.reader_options() == {
+        "kafka.bootstrap.servers": "b1:9092,b2:9092",
+        "startingOffsets": "earliest",
+        "subscribePattern": "pg\\.public\\..*",
+        "maxOffsetsPerTrigger": "500",
+        "kafka.security.protocol": "SASL_SSL",
+    }
+    elsewhere = parse_pipeline(text.replace("  format:", "  path: landed/\n  format:"), "p.yaml", tmp_path)
+    assert elsewhere.source.path == os.path.join(tmp_path, "landed")
