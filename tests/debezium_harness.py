@@ -13,15 +13,17 @@ Each line of the file is ``{"topic": ..., "key": <JSON or null>, "value": <JSON 
 {name: <JSON or string>}}`` (value null for a tombstone). ``sync()`` works with a marker table
 ``public.__dbz_marker`` that the capture includes: its records (topic ``dbz.public.__dbz_marker``, and its
 transactions in ``dbz.transaction``) stay in the file, so readers filter them (see ``MARKER_TOPIC``).
+With ``kafka="127.0.0.1:PORT"`` (a :class:`~tests.kafka_harness.KafkaBroker`'s ``bootstrap``) each batch is
+first produced to that broker (topic = the line's ``topic``; key, value and headers = the same JSON as
+UTF-8 bytes; a tombstone's value null) and appended to the file only once Kafka acknowledged all of it, so
+the file is a copy of what reached Kafka and ``sync()`` works the same.
 On exit the program gets SIGTERM (then SIGKILL after 30 s) and the replication slot and the publication
 are dropped, so the database can be dropped. Needs Java 17+, Maven (first build only) and psycopg 3.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -32,6 +34,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from tests.javabuild import cache_folder, cached_build, classpath_of, file_tail, stop_process
 from tests.pgharness import PgDatabase
 
 DEBEZIUM_VERSION = "3.6.1.Final"
@@ -46,77 +49,15 @@ class DebeziumHarnessError(RuntimeError):
     """Building the Debezium program, or starting, syncing or stopping a capture, failed."""
 
 
-_STACK_FRAME = re.compile(r"^\s+(at |\.\.\. \d+ more)")
-
-
-def _tail(text: str, lines: int = 15) -> str:
-    """The last lines that are not Java stack frames, on one line."""
-    kept = [line.strip() for line in text.splitlines() if line.strip() and not _STACK_FRAME.match(line)]
-    return " | ".join(kept[-lines:])
-
-
-def _run(what: str, cmd: list[str], cwd: Path) -> None:
-    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    if done.returncode != 0:  # mvn writes its errors to stdout
-        raise DebeziumHarnessError(
-            f"{what} failed (exit {done.returncode}): {' '.join(cmd)}: {_tail(done.stdout + done.stderr)}"
-        )
-
-
-def _inputs_hash() -> str:
-    digest = hashlib.sha256(DEBEZIUM_VERSION.encode())
-    for name in ("pom.xml", "CaptureToFile.java"):
-        digest.update(name.encode() + b"\0" + (SOURCES / name).read_bytes())
-    return digest.hexdigest()
-
-
 def debezium_classpath() -> Path:
     """The cache folder holding ``lib/*.jar`` and ``classes/CaptureToFile.class``, built when missing or
     when ``tests/debezium/pom.xml`` or ``CaptureToFile.java`` changed (their hash is ``inputs.sha256``).
 
-    The folder is ``$RESOLVER_DEBEZIUM_CACHE`` or ``~/.cache/pg-change-resolver/debezium-3.6.1.Final``. It
-    is built beside itself in a temporary folder and renamed into place, so a concurrent process sees the
-    old folder, the new one or none, never half of one. The Java class path is ``classpath_of(folder)``.
+    The folder is ``$RESOLVER_DEBEZIUM_CACHE`` or ``~/.cache/pg-change-resolver/debezium-3.6.1.Final``, built
+    atomically by :func:`tests.javabuild.cached_build`. The Java class path is ``classpath_of(folder)``.
     """
-    default = Path.home() / ".cache" / "pg-change-resolver" / f"debezium-{DEBEZIUM_VERSION}"
-    cache = Path(os.environ.get("RESOLVER_DEBEZIUM_CACHE") or default)
-    wanted = _inputs_hash()
-    stamp = cache / "inputs.sha256"
-    if stamp.exists() and stamp.read_text().strip() == wanted:
-        return cache
-    for tool in ("mvn", "javac"):
-        if shutil.which(tool) is None:
-            raise DebeziumHarnessError(f"building the Debezium capture program needs {tool} on PATH")
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{cache.name}.build-", dir=cache.parent))
-    try:
-        pom = str(SOURCES / "pom.xml")
-        _run("mvn", ["mvn", "-q", "-B", "-f", pom, "dependency:copy-dependencies",
-                     f"-DoutputDirectory={work / 'lib'}"], SOURCES)  # fmt: skip
-        _run("javac", ["javac", "-cp", str(work / "lib" / "*"), "-d", str(work / "classes"),
-                       str(SOURCES / "CaptureToFile.java")], SOURCES)  # fmt: skip
-        (work / "inputs.sha256").write_text(wanted + "\n")
-        if cache.exists():  # stale: move it aside first (a rename onto a non-empty folder fails)
-            old = Path(tempfile.mkdtemp(prefix=f".{cache.name}.old-", dir=cache.parent))
-            try:
-                cache.rename(old / "x")
-            except OSError:
-                pass  # another process moved it first
-        try:
-            work.rename(cache)
-        except OSError:  # another process renamed its build in first: use that one if it is current
-            if not (stamp.exists() and stamp.read_text().strip() == wanted):
-                raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-        for old in cache.parent.glob(f".{cache.name}.old-*"):
-            shutil.rmtree(old, ignore_errors=True)
-    return cache
-
-
-def classpath_of(cache: Path) -> str:
-    """The ``java -cp`` argument for a folder made by :func:`debezium_classpath`."""
-    return f"{cache / 'classes'}{os.pathsep}{cache / 'lib' / '*'}"
+    cache = cache_folder("RESOLVER_DEBEZIUM_CACHE", f"debezium-{DEBEZIUM_VERSION}")
+    return cached_build(cache, SOURCES, ["CaptureToFile.java"], DEBEZIUM_VERSION, DebeziumHarnessError)
 
 
 def payload(value: Any) -> Any:
@@ -151,7 +92,11 @@ class DebeziumCapture:
     overrides connector/engine properties. The tables must exist before ``start()``: the publication
     (``publication.autocreate.mode=filtered``) is created then, for them and the marker table. The slot and
     the publication get unique names (``slot``, ``publication``); the properties, offsets and the
-    program's log (``log``) are in a temporary folder.
+    program's log (``log``) are in a temporary folder. ``kafka`` is a bootstrap address: produce every
+    batch there (acks=all, idempotent) before writing it to the file; the broker creates missing topics.
+    ``topic_prefix`` is the connector's ``topic.prefix`` (captures sharing a broker use different ones);
+    ``marker_topic`` and ``transaction_topic`` follow it (``MARKER_TOPIC`` and ``TRANSACTION_TOPIC`` for
+    the default).
     """
 
     def __init__(
@@ -164,6 +109,8 @@ class DebeziumCapture:
         transaction_metadata: bool = True,
         snapshot_mode: str = "no_data",
         extra: dict[str, str] | None = None,
+        kafka: str | None = None,
+        topic_prefix: str = TOPIC_PREFIX,
     ) -> None:
         self.dsn = dsn
         self.out = Path(out)
@@ -175,6 +122,10 @@ class DebeziumCapture:
         self.transaction_metadata = transaction_metadata
         self.snapshot_mode = snapshot_mode
         self.extra = dict(extra or {})
+        self.kafka = kafka
+        self.topic_prefix = topic_prefix
+        self.marker_topic = f"{topic_prefix}.{MARKER_TABLE}"
+        self.transaction_topic = f"{topic_prefix}.transaction"
         self.workdir = Path("/nonexistent")
         self.log = Path("/nonexistent")
         self.start_seconds = 0.0
@@ -201,7 +152,7 @@ class DebeziumCapture:
             "publication.name": self.publication,
             "publication.autocreate.mode": "filtered",
             "table.include.list": ",".join(re.escape(t) for t in included),
-            "topic.prefix": TOPIC_PREFIX,
+            "topic.prefix": self.topic_prefix,
             "snapshot.mode": self.snapshot_mode,
             "provide.transaction.metadata": "true" if self.transaction_metadata else "false",
             "offset.storage": "org.apache.kafka.connect.storage.FileOffsetBackingStore",
@@ -240,6 +191,8 @@ class DebeziumCapture:
         cmd = ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx512m",
                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", classpath_of(cache), "CaptureToFile",
                str(self.workdir / "connector.properties"), str(self.out)]  # fmt: skip
+        if self.kafka is not None:
+            cmd.append(self.kafka)
         with open(self.log, "wb") as log:
             self._proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         try:
@@ -263,7 +216,7 @@ class DebeziumCapture:
 
         def arrived() -> bool:
             return any(
-                record["topic"] == MARKER_TOPIC
+                record["topic"] == self.marker_topic
                 and ((payload(record["value"]) or {}).get("after") or {}).get("id") == marker
                 for record in self.lines()
             )
@@ -288,22 +241,15 @@ class DebeziumCapture:
         return [json.loads(line) for line in complete.splitlines() if line.strip()]
 
     def log_tail(self, lines: int = 30) -> str:
-        text = self.log.read_text(errors="replace") if self.log.exists() else "(no log)"
-        return _tail(text, lines)
+        return file_tail(self.log, lines)
 
     def stop(self) -> None:
         """SIGTERM the program (SIGKILL after 30 s), then drop its slot and publication; keep the exit
         status and the log's tail in ``exit_status`` and ``exit_log``. The temporary folder is removed
         when the program exited cleanly (143 after SIGTERM), else kept for its log. Safe to call twice."""
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
         if proc is not None:
+            stop_process(proc, 30)
             text = self.log.read_text(errors="replace") if self.log.exists() else ""
             self.exit_status, self.exit_log = proc.returncode, "\n".join(text.splitlines()[-200:])
             self._drop_slot_and_publication()
