@@ -1,9 +1,9 @@
 """A real Apache Kafka 4.3.0 broker (KRaft, broker and controller in one process) for the tests.
 
 ``kafka_classpath()`` builds once per machine a cache folder with the jars (Maven, from
-``tests/kafka/pom.xml``) and the compiled ``tests/kafka/KafkaTool.java``, the tests' small client.
-``KafkaBroker`` formats a storage folder with Kafka's own StorageTool and starts the broker on free loopback
-ports::
+``tests/kafka/pom.xml``) and the compiled ``tests/kafka/*.java``: ``FormatAndStart`` (Kafka's own
+StorageTool formats the storage, then the broker runs, in one JVM) and ``KafkaTool``, the tests' client.
+``KafkaBroker`` starts the broker in a temporary folder on free loopback ports::
 
     with KafkaBroker() as kafka:                        # or the session fixture ``kafka_broker``
         kafka.create_topic("lines", partitions=2)
@@ -38,7 +38,6 @@ from tests.javabuild import (
     classpath_of,
     die_with_parent,
     file_tail,
-    run,
     stop_process,
 )
 from tests.pgharness import free_port
@@ -46,6 +45,7 @@ from tests.pgharness import free_port
 KAFKA_VERSION = "4.3.0"
 SOURCES = Path(__file__).resolve().parent / "kafka"
 READY_TOPIC = "_harness.ready"
+JAVA_SOURCES = ["FormatAndStart.java", "KafkaTool.java"]
 #: Small and quick to start: the C1 compiler only, a serial collector, a small heap.
 JVM_OPTIONS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto", "-Djava.awt.headless=true"]
 
@@ -67,14 +67,14 @@ class KafkaRecord:
 
 
 def kafka_classpath() -> Path:
-    """The cache folder holding ``lib/*.jar`` and ``classes/KafkaTool.class``, built when missing or when
-    ``tests/kafka/pom.xml`` or ``KafkaTool.java`` changed (their hash is ``inputs.sha256``).
+    """The cache folder holding ``lib/*.jar`` and ``classes/`` (``JAVA_SOURCES`` compiled), built when
+    missing or when ``tests/kafka/pom.xml`` or one of the sources changed (their hash is ``inputs.sha256``).
 
     The folder is ``$RESOLVER_KAFKA_CACHE`` or ``~/.cache/pg-change-resolver/kafka-4.3.0``, built atomically
     by :func:`tests.javabuild.cached_build`. The Java class path is ``classpath_of(folder)``.
     """
     cache = cache_folder("RESOLVER_KAFKA_CACHE", f"kafka-{KAFKA_VERSION}")
-    return cached_build(cache, SOURCES, ["KafkaTool.java"], KAFKA_VERSION, KafkaHarnessError)
+    return cached_build(cache, SOURCES, JAVA_SOURCES, KAFKA_VERSION, KafkaHarnessError)
 
 
 def cluster_id() -> str:
@@ -197,11 +197,9 @@ class KafkaBroker:
         self.cluster_id = cluster_id()
         config = self.root / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()), encoding="utf-8")
-        fmt = [*self._java("256m"), "kafka.tools.StorageTool", "format", "--cluster-id", self.cluster_id,
-               "--config", str(config)]  # fmt: skip
-        run("formatting the Kafka storage", fmt, self.root, KafkaHarnessError)
         cmd = [*self._java(self.heap), "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
-               "-Dorg.slf4j.simpleLogger.showDateTime=true", "kafka.Kafka", str(config)]  # fmt: skip
+               "-Dorg.slf4j.simpleLogger.showDateTime=true", "FormatAndStart", self.cluster_id,
+               str(config)]  # fmt: skip
         with open(self.log, "wb") as log:
             self._proc = subprocess.Popen(
                 cmd,

@@ -9,6 +9,7 @@ values and tombstones byte for byte, in order, with their offsets, on one and on
 from __future__ import annotations
 
 import json
+import re
 import socket
 import uuid
 from pathlib import Path
@@ -98,14 +99,25 @@ def test_a_broker_of_its_own_stops_on_exit_and_leaves_nothing() -> None:
         broker.produce("own", [(None, b"after the end")])
 
 
-def test_a_broker_that_cannot_start_is_reported_in_one_line_with_its_log() -> None:
-    broker = KafkaBroker(heap="1m")  # the storage is formatted (its own heap), the broker's JVM refuses
+@pytest.mark.parametrize(
+    ("options", "why"),
+    [
+        (
+            {"extra": {"controller.quorum.voters": "nobody"}},
+            "formatting the storage failed: .*ConfigException",
+        ),
+        ({"heap": "1m"}, r"initialization of VM \| Too small maximum heap"),
+    ],
+    ids=["storage-not-formatted", "jvm-refused"],
+)
+def test_a_broker_that_cannot_start_is_reported_in_one_line_with_its_log(options: Any, why: str) -> None:
+    broker = KafkaBroker(**options)
     with pytest.raises(KafkaHarnessError) as failure:
         broker.start()
     message = str(failure.value)
     assert "\n" not in message
     assert message.startswith("the Kafka broker exited with status 1 while starting; log ")
-    assert "Too small maximum heap" in message
+    assert re.search(why, message), message
     assert broker.root is None and broker.exit_status == 1
 
 
