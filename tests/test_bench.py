@@ -97,3 +97,60 @@ def test_baselines_agree_with_ours(spark, tmp_path) -> None:  # type: ignore[no-
     assert not checks["seed 002 loop as published, chains"].ok  # intermediate keys survive: why we fixed it
     mack = checks["mack type_2_scd_upsert"]
     assert mack.ok or "fails here" in mack.why or "not installed" in mack.why
+
+
+def test_debezium_input_is_the_wal2json_events_and_reads_without_quarantine(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``bench.parse_speed``'s Debezium file: every line is an event or a delete's tombstone, nothing is
+    quarantined, and the events are the wal2json file's, in the same order. No Spark."""
+    import datetime as dt
+    import filecmp
+
+    from bench import debezium_input, wal2json_input
+    from resolver.models import Format
+    from resolver.wal2json import Count, Event, read_lines
+
+    def read(path: str, fmt: Format) -> tuple[list[dict], list]:
+        with open(path, "rb") as fh:
+            items = list(read_lines(fh, path, fmt))
+        return [i.row for i in items if type(i) is Event], [i for i in items if type(i) is not Event]
+
+    def same(e: dict) -> tuple:
+        values = list(e.get("column_values") or [])
+        for i, name in enumerate(e.get("column_names") or []):
+            if name == "created_at" and values[i] is not None:  # wal2json's and Debezium's spelling
+                values[i] = dt.datetime.fromisoformat(values[i])
+        keep = ("table", "operation", "xid", "change_lsn", "commit_time", "column_names", "old_key_names",
+                "old_key_values", "primary_key")  # fmt: skip
+        return *(e.get(k) for k in keep), values
+
+    w2j = wal2json_input.generate(str(tmp_path), "in.json", 600, seed=7)
+    dbz = debezium_input.generate(str(tmp_path), "in.jsonl", w2j)
+    (tmp_path / "again").mkdir()
+    again = debezium_input.generate(str(tmp_path / "again"), "in.jsonl", w2j)
+    assert filecmp.cmp(dbz.path, again.path, shallow=False)  # deterministic
+    assert dbz.events == 600 and min(dbz.ops.values()) > 0
+
+    events, others = read(dbz.path, Format.DEBEZIUM_JSON)
+    assert all(type(o) is Count and o.name == "tombstones" for o in others)  # nothing quarantined
+    assert len(events) == 600 and len(others) == dbz.ops["D"] == dbz.expected["tombstones"]
+    lines = sorted([e["source_line"] for e in events] + [o.line for o in others])
+    assert lines == list(range(1, dbz.lines + 1))
+    typed = {e["table"]: e["column_types"] for e in events if e["operation"] == "insert"}
+    assert typed == {  # column.propagate.source.type: every column has its PostgreSQL type
+        "public.customers": "int8 text text numeric(12,2) float8 text[] jsonb bytea text timestamptz".split(),
+        "public.orders": "int8 int4 numeric text".split(),
+    }
+    order = [(e["commit_lsn"], e["position"]) for e in events]
+    assert order == sorted(order) and len(set(order)) == 600
+    by_xid: dict[int, set[int]] = {}
+    for e in events:
+        by_xid.setdefault(e["xid"], set()).add(e["commit_lsn"])
+    assert all(len(commits) == 1 for commits in by_xid.values())  # one commit LSN per transaction
+
+    wal2json_events, _ = read(w2j.path, Format.WAL2JSON_V2)
+    assert [same(e) for e in events] == [same(e) for e in wal2json_events]
+
+    halves = [read(p, Format.DEBEZIUM_JSON)[0] for p in dbz.parts]  # cut at a transaction boundary
+    assert b"".join(open(p, "rb").read() for p in dbz.parts) == open(dbz.path, "rb").read()
+    assert {e["xid"] for e in halves[0]}.isdisjoint(e["xid"] for e in halves[1])
+    assert sum(map(len, halves)) == 600 and 250 <= len(halves[0]) <= 350
