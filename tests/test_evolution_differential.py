@@ -1,15 +1,19 @@
 """Differential test of schema evolution against real PostgreSQL: a seeded random workload on one table mixes
 row changes with ADD COLUMN, DROP COLUMN, RENAME COLUMN (with ``renamed_from`` hints) and type widenings at
 random points, some inside transactions that also change rows. The state of the table is recorded after
-every commit; the stream is captured in both formats, cut into batches and ingested in order and shuffled.
-The history as of every commit's LSN must equal the recorded state on the columns that existed then (under
-their lake names), and the snapshot the final ``SELECT *``.
+every commit; the stream is captured by wal2json (both formats) and, in a run of its own, by a real Debezium
+(``tests/debezium_harness.py``, started after CREATE TABLE, the connector settings README.md asks for), cut
+into three files of whole transactions and ingested out of order. The history as of every commit's LSN (as
+the format's reader gives it: for Debezium the end of the previous commit) must equal the recorded state on
+the columns that existed then (under their lake names), and the snapshot the final ``SELECT *``.
 
-``EVO_SEEDS=20 python -m pytest tests/test_evolution_differential.py`` runs more seeds (CI runs two).
+``EVO_SEEDS=20 python -m pytest tests/test_evolution_differential.py`` runs more seeds (CI runs two),
+through Debezium too unless ``EVO_DEBEZIUM_SEEDS`` says fewer (each such run starts a connector, 10-20 s).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 from dataclasses import dataclass, field
@@ -25,11 +29,20 @@ from resolver import ingest
 from resolver.lake import history_path, snapshot_path
 from resolver.models import Format
 from resolver.wal2json import Event, read_lines
+from tests.debezium_harness import MARKER_TOPIC, DebeziumCapture, payload
 from tests.pgharness import PgDatabase, write_lines
 
 pytestmark = [pytest.mark.spark, pytest.mark.postgres]
 
 SEEDS = int(os.environ.get("EVO_SEEDS", "2"))
+DEBEZIUM_SEEDS = int(os.environ.get("EVO_DEBEZIUM_SEEDS", str(SEEDS)))  # each starts a Debezium: 10-20 s
+#: the connector settings README.md's "From Debezium and Kafka" asks for (tests/test_debezium_differential.py)
+SETTINGS = {
+    "decimal.handling.mode": "string",
+    "interval.handling.mode": "string",
+    "column.propagate.source.type": ".*",
+    "skipped.operations": "none",
+}
 TRANSACTIONS = 40
 WIDER = {
     "smallint": "integer",
@@ -125,15 +138,21 @@ class Workload:
 class Commit:
     xid: int
     state: dict[int, dict[str, Any]]  # id -> lake column name -> value
+    rows: bool  # whether it changed rows (every row change hits a row): then it is in the stream
+
+
+START = [("id", "integer"), ("a", "smallint"), ("b", "text"), ("m", "numeric(10,2)"), ("r", "real")]
+
+
+def _create(db: PgDatabase) -> None:
+    db.execute("CREATE TABLE evo (" + ", ".join(f"{n} {t}" for n, t in START) + ", PRIMARY KEY (id))")
 
 
 def _run(db: PgDatabase, seed: int) -> tuple[list[Commit], Workload]:
+    """Run the seed's workload on the table ``_create`` made (its captures started since)."""
     rng = random.Random(seed)
-    start = [("id", "integer"), ("a", "smallint"), ("b", "text"), ("m", "numeric(10,2)"), ("r", "real")]
-    w = Workload(rng, [Column(n, "", t) for n, t in start])
+    w = Workload(rng, [Column(n, "", t) for n, t in START])
     w.ever = list(w.columns)
-    db.execute("CREATE TABLE evo (" + ", ".join(f"{n} {t}" for n, t in start) + ", PRIMARY KEY (id))")
-    db.create_slot("s")
     scripts: list[list[str]] = []
     for _ in range(TRANSACTIONS):
         r = rng.random()
@@ -162,7 +181,8 @@ def _run(db: PgDatabase, seed: int) -> tuple[list[Commit], Workload]:
             state = {
                 row[0]: {names.get(c, c): v for c, v in zip(cols, row, strict=True)} for row in cur.fetchall()
             }
-            commits.append(Commit(int(xid[0]), state))
+            rows = any(not s.startswith("ALTER") for s in script)
+            commits.append(Commit(int(xid[0]), state, rows))
     return commits, w
 
 
@@ -181,59 +201,98 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
+def _ingest_thirds(spark: SparkSession, txns: list[list[str]], folder: Path, fmt: str, schemas: Path) -> str:
+    """Write whole transactions as three files, ingest them out of order (the last first); the lake."""
+    third = -(-len(txns) // 3)
+    files = []
+    for i in range(0, len(txns), third):
+        f = folder / f"{fmt}-{i}.json"
+        write_lines(f, [line for t in txns[i : i + third] for line in t])
+        files.append(str(f))
+    lake = str(folder / f"lake-{fmt}")
+    for f in [files[-1], *files[:-1]]:
+        summary = ingest(spark, [f], lake, fmt, str(schemas))
+        assert summary.quarantined == 0, f"{fmt}: {f} had {summary.quarantined} quarantined"
+    return lake
+
+
+def _commit_lsns(lines: list[str], fmt: str) -> dict[int, int]:
+    """xid -> commit LSN, as the format's reader gives them to the lake."""
+    parsed = read_lines((line.encode() for line in lines), fmt, Format(fmt))
+    return {e.row["xid"]: e.row["commit_lsn"] for e in parsed if isinstance(e, Event)}
+
+
+def _differences(spark: SparkSession, lake: str, commits: list[Commit], lsn_of: dict[int, int]) -> list[str]:
+    """Where the lake's history as of each commit's LSN, or its snapshot, differs from PostgreSQL's."""
+    history = [
+        r.asDict() for r in spark.read.format("delta").load(history_path(lake, "public.evo")).collect()
+    ]
+    problems = []
+    for n, commit in enumerate(commits):
+        lsn = lsn_of.get(commit.xid)
+        if lsn is None:  # a transaction of schema changes only: nothing in the stream
+            problems += [f"commit #{n}: xid {commit.xid} changed rows but is not in the stream"] * commit.rows
+            continue
+        got = {r["id"]: r for r in history if r["__start_lsn"] <= lsn < r["__end_lsn"]}
+        if set(got) != set(commit.state):
+            problems.append(f"commit #{n}: keys {sorted(got)} != {sorted(commit.state)}")
+            continue
+        for key, row in commit.state.items():
+            for col, value in row.items():
+                if not _same(got[key].get(col, "<missing>"), value):
+                    problems.append(f"commit #{n} id {key} {col}: lake {got[key].get(col)!r} != {value!r}")
+    snapshot = spark.read.format("delta").load(snapshot_path(lake, "public.evo")).collect()
+    snap = {r["id"]: r.asDict() for r in snapshot}
+    final = commits[-1].state
+    if set(snap) != set(final):
+        return [*problems, f"snapshot: keys {sorted(snap)} != {sorted(final)}"]
+    for key, row in final.items():
+        problems += [f"snapshot id {key} {c}" for c, v in row.items() if not _same(snap[key].get(c), v)]
+    return problems
+
+
 @pytest.mark.parametrize("seed", range(1, SEEDS + 1))
 def test_history_follows_schema_changes_at_every_commit(
     spark: SparkSession, pg_db: PgDatabase, tmp_path: Path, seed: int
 ) -> None:
+    _create(pg_db)
+    pg_db.create_slot("s")
     commits, w = _run(pg_db, seed)
     schemas = tmp_path / "schemas"
     _schema_file(schemas, w)
-    for fmt in (2, 1):
-        lines = pg_db.capture("s", fmt)
-        path = tmp_path / f"v{fmt}.json"
-        write_lines(path, lines)
-        parsed = read_lines(path.read_bytes().splitlines(), str(path), Format(f"wal2json-v{fmt}"))
-        events = [e.row for e in parsed if isinstance(e, Event)]
-        lsn_of = {e["xid"]: e["commit_lsn"] for e in events}
-        # batches: whole transactions, three files, delivered out of order
+    for fmt in ("wal2json-v2", "wal2json-v1"):
+        lines = pg_db.capture("s", int(fmt[-1]))
         txns: list[list[str]] = []
         for line in lines:
-            if fmt == 1 or '"action":"B"' in line:
+            if fmt == "wal2json-v1" or '"action":"B"' in line:
                 txns.append([])
             txns[-1].append(line)
-        third = -(-len(txns) // 3)
-        files = []
-        for i in range(0, len(txns), third):
-            f = tmp_path / f"v{fmt}-{i}.json"
-            write_lines(f, [line for t in txns[i : i + third] for line in t])
-            files.append(str(f))
-        lake = str(tmp_path / f"lake{fmt}")
-        for f in [files[-1], *files[:-1]]:
-            ingest(spark, [f], lake, f"wal2json-v{fmt}", str(schemas))
-        history = [
-            r.asDict() for r in spark.read.format("delta").load(history_path(lake, "public.evo")).collect()
-        ]
-        problems = []
-        for n, commit in enumerate(commits):
-            lsn = lsn_of.get(commit.xid)
-            if lsn is None:
-                continue  # a transaction of schema changes only: nothing in the stream
-            got = {r["id"]: r for r in history if r["__start_lsn"] <= lsn < r["__end_lsn"]}
-            if set(got) != set(commit.state):
-                problems.append(f"commit #{n}: keys {sorted(got)} != {sorted(commit.state)}")
-                continue
-            for key, row in commit.state.items():
-                for col, value in row.items():
-                    if not _same(got[key].get(col, "<missing>"), value):
-                        problems.append(
-                            f"commit #{n} id {key} {col}: lake {got[key].get(col)!r} != {value!r}"
-                        )
-        snap = {
-            r["id"]: r.asDict()
-            for r in spark.read.format("delta").load(snapshot_path(lake, "public.evo")).collect()
-        }
-        final = commits[-1].state
-        assert set(snap) == set(final)
-        for key, row in final.items():
-            problems += [f"snapshot id {key} {c}" for c, v in row.items() if not _same(snap[key].get(c), v)]
-        assert not problems, f"seed {seed}, format {fmt}:\n" + "\n".join(problems[:20])
+        lake = _ingest_thirds(spark, txns, tmp_path, fmt, schemas)
+        problems = _differences(spark, lake, commits, _commit_lsns(lines, fmt))
+        assert not problems, f"seed {seed}, {fmt}:\n" + "\n".join(problems[:20])
+
+
+@pytest.mark.parametrize("seed", range(1, DEBEZIUM_SEEDS + 1))
+def test_history_from_debezium_follows_schema_changes_at_every_commit(
+    spark: SparkSession, pg_db: PgDatabase, tmp_path: Path, seed: int
+) -> None:
+    _create(pg_db)
+    with DebeziumCapture(pg_db.dsn, tmp_path / "capture.jsonl", ["public.evo"], extra=SETTINGS) as capture:
+        capture.sync()  # the marker's transaction streams first: every workload one has a previous commit
+        commits, w = _run(pg_db, seed)
+        capture.sync()
+        records = [r for r in capture.lines() if r["topic"] != MARKER_TOPIC]
+    schemas = tmp_path / "schemas"
+    _schema_file(schemas, w)
+    lines = [json.dumps(r) for r in records]
+    txns: list[list[str]] = []  # by source.txId; tombstones and transaction records go with the one before
+    current = None
+    for line, record in zip(lines, records, strict=True):
+        txid = ((payload(record["value"]) or {}).get("source") or {}).get("txId")
+        if not txns or txid not in (None, current) and current is not None:
+            txns.append([])
+        current = current if txid is None else txid
+        txns[-1].append(line)
+    lake = _ingest_thirds(spark, txns, tmp_path, "debezium-json", schemas)
+    problems = _differences(spark, lake, commits, _commit_lsns(lines, "debezium-json"))
+    assert not problems, f"seed {seed}, Debezium:\n" + "\n".join(problems[:20])
