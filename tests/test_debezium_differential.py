@@ -9,8 +9,12 @@ extremes, dates, timestamps, arrays, jsonb, uuid, interval, bytea, TRUNCATE, a R
 without a key). The connector runs with ``interval.handling.mode=string`` (exact intervals) and
 ``skipped.operations=none`` (truncates); its records are written one per line as Kafka records
 (``{"topic", "key", "value", "headers"}``, schema envelope on), cut into batch files between transactions,
-and ingested in order and shuffled with replays. A commit's LSN in the lake is Debezium's: the end of the
-previous transaction's commit (``resolver.debezium``), so the history is compared as of those.
+and ingested in order and shuffled with replays. The same capture also goes to a real Kafka broker (each
+batch produced before it is written to the file) into topics of three partitions (so a key change's delete
+and create, routed by key, mostly land in different partitions: the create's header pairs them), and a
+pipeline over its topics (``source.kafka``) builds a third lake in micro-batches cut anywhere. A commit's
+LSN in the lake is Debezium's: the end of the previous transaction's commit (``resolver.debezium``), so the
+history is compared as of those.
 """
 
 from __future__ import annotations
@@ -26,17 +30,22 @@ from pyspark.sql import SparkSession
 
 from resolver import ingest
 from resolver.debezium_values import DEFAULT_PLACEHOLDER
-from resolver.models import Format
+from resolver.models import Format, RunSummary
+from resolver.pipeline import load_pipeline
+from resolver.stream import run_stream
 from resolver.wal2json import Event, read_lines
 from tests import difftest as d
-from tests.debezium_harness import MARKER_TOPIC, DebeziumCapture
+from tests.debezium_harness import MARKER_TABLE, MARKER_TOPIC, DebeziumCapture
+from tests.kafka_harness import KafkaBroker
 from tests.pgharness import PgServer
 
-pytestmark = [pytest.mark.spark, pytest.mark.postgres]
+pytestmark = [pytest.mark.spark, pytest.mark.postgres, pytest.mark.kafka]
 
 SEED = 4
 TRANSACTIONS = 60
 BATCHES = 3
+#: partitions of each table's topic in the Kafka lake
+PARTITIONS = 3
 #: the connector settings README.md's "From Debezium and Kafka" asks for: exact numerics, intervals and types
 SETTINGS = {
     "decimal.handling.mode": "string",
@@ -62,14 +71,20 @@ class Captured:
     timeline: list[d.Commit]
     batches: list[Path]
     sql: Path
+    records: int
 
 
-def _capture(pg_server: PgServer, out: Path) -> Captured:
+def _capture(pg_server: PgServer, out: Path, broker: KafkaBroker) -> Captured:
     db = pg_server.create_database("dbz_diff")
     try:
         db.execute(d.SCHEMA_SQL)
         tables = [t.qualified for t in d.TABLES]
-        with DebeziumCapture(db.dsn, out / "capture.jsonl", tables, extra=SETTINGS) as capture:
+        for (
+            table
+        ) in tables:  # Debezium sends a key change's delete and create by key: to different partitions
+            broker.create_topic(f"dbz.{table}", partitions=PARTITIONS)
+        kafka = broker.bootstrap
+        with DebeziumCapture(db.dsn, out / "capture.jsonl", tables, extra=SETTINGS, kafka=kafka) as capture:
             capture.sync()  # the marker's transaction streams first: every workload one has a previous commit
             with pytest.MonkeyPatch.context() as patch:
                 patch.setitem(d.GENERATORS, "integer[]", _int_array_1d)
@@ -84,7 +99,7 @@ def _capture(pg_server: PgServer, out: Path) -> Captured:
     lines = [json.dumps(r) for r in records]
     frames = _frames(lines)
     timeline = d.map_commits(commits, frames, d.TABLES)
-    return Captured(timeline, _write_batches(lines, out), sql)
+    return Captured(timeline, _write_batches(lines, out), sql, len(records))
 
 
 def _frames(lines: list[str]) -> list[d.Frame]:
@@ -125,13 +140,49 @@ def _txid(line: str) -> int | None:
 
 
 @pytest.fixture(scope="module")
-def captured(pg_server: PgServer, tmp_path_factory: pytest.TempPathFactory) -> Captured:
-    return _capture(pg_server, tmp_path_factory.mktemp("debezium"))
+def captured(
+    pg_server: PgServer, kafka_broker: KafkaBroker, tmp_path_factory: pytest.TempPathFactory
+) -> Captured:
+    return _capture(pg_server, tmp_path_factory.mktemp("debezium"), kafka_broker)
+
+
+def _from_kafka(spark: SparkSession, broker: KafkaBroker, records: int, folder: Path) -> RunSummary:
+    """The lake a pipeline over the capture's topics builds, in micro-batches of a third of the records
+    (cut anywhere: inside transactions, between a key change's delete and create)."""
+    pipeline = folder / "pipeline.yaml"
+    kafka = {"bootstrap_servers": broker.bootstrap, "topic_pattern": r"dbz\.public\..*"}
+    kafka["max_offsets_per_trigger"] = records // 3 + 1
+    text = {"source": {"kafka": kafka, "format": "debezium-json"}, "lake": "lake", "exclude": [MARKER_TABLE]}
+    pipeline.write_text(json.dumps(text), encoding="utf-8")  # JSON is YAML
+    return run_stream(spark, load_pipeline(pipeline), once=True)
+
+
+def _key_changes_across_partitions(broker: KafkaBroker) -> int:
+    """How many key changes have their delete and their create in different partitions of their topic."""
+    split = 0
+    for t in d.TABLES:
+        halves: dict[tuple[int, str], set[int]] = {}  # (lsn, which header) -> partitions
+        for r in broker.records(f"dbz.{t.qualified}"):
+            names = {name for name, _ in r.headers}
+            half = next((n for n in ("__debezium.oldkey", "__debezium.newkey") if n in names), None)
+            if half is None or r.value is None:
+                continue
+            lsn = json.loads(r.value)["payload"]["source"]["lsn"]
+            halves.setdefault((lsn, half), set()).add(r.partition)
+        split += sum(
+            1
+            for (lsn, half), parts in halves.items()
+            if half == "__debezium.oldkey" and parts != halves.get((lsn, "__debezium.newkey"), parts)
+        )
+    return split
 
 
 @pytest.fixture(scope="module")
 def lakes(
-    spark: SparkSession, captured: Captured, tmp_path_factory: pytest.TempPathFactory
+    spark: SparkSession,
+    captured: Captured,
+    kafka_broker: KafkaBroker,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> dict[str, Any]:
     out = {}
     for scenario in ("in-order", "replayed"):
@@ -143,10 +194,20 @@ def lakes(
             if [group[0]] in order[:n]:
                 assert summary.accepted == 0, f"{scenario} ingest #{n} replays {group} but accepted events"
         out[scenario] = (order, d.collect_silver(spark, lake, d.TABLES))
+    split = _key_changes_across_partitions(kafka_broker)
+    assert split > 0, "no key change's delete and create landed in different partitions"
+    folder = tmp_path_factory.mktemp("lake-kafka")
+    summary = _from_kafka(spark, kafka_broker, captured.records, folder)
+    assert not summary.failed_tables and sum(b.quarantined for b in summary.batches) == 0, summary.lines()
+    assert len(summary.batches) >= 3, f"{len(summary.batches)} micro-batch(es): expected at least 3"
+    out["kafka"] = (
+        [[n] for n in range(len(summary.batches))],
+        d.collect_silver(spark, folder / "lake", d.TABLES),
+    )
     return out
 
 
-@pytest.mark.parametrize("scenario", ["in-order", "replayed"])
+@pytest.mark.parametrize("scenario", ["in-order", "replayed", "kafka"])
 def test_the_lake_from_debezium_equals_postgresql_at_every_commit(
     scenario: str, captured: Captured, lakes: dict[str, Any]
 ) -> None:
@@ -169,8 +230,9 @@ def test_the_placeholder_never_reaches_a_silver_table(lakes: dict[str, Any]) -> 
             assert not found, f"{scenario}: {name} holds the placeholder: {found[:2]}"
 
 
-def test_both_deliveries_give_the_same_rows(lakes: dict[str, Any]) -> None:
-    problems = d.diff_silver(lakes["in-order"][1], lakes["replayed"][1], d.TABLES, "in-order vs replayed")
+@pytest.mark.parametrize("other", ["replayed", "kafka"])
+def test_every_delivery_gives_the_same_rows(other: str, lakes: dict[str, Any]) -> None:
+    problems = d.diff_silver(lakes["in-order"][1], lakes[other][1], d.TABLES, f"in-order vs {other}")
     assert not problems, "\n".join(problems[:40])
 
 

@@ -96,3 +96,22 @@ def test_check_names_the_file_the_path_and_a_close_match(tmp_path: Path) -> None
         f"{tmp_path / 'public.t.yaml'}: columns[0].renamed_from[0]: found 'mial', which is not a column of "
         "the lake's public.t (did you mean 'mail'?)"
     )
+
+
+def test_infer_reads_debezium_records_detected_from_the_file(tmp_path: Path) -> None:
+    vectors = Path(__file__).resolve().parent / "vectors" / "debezium"
+    out = tmp_path / "schemas"
+    assert main(["schemas", "infer", str(vectors / "envelope.jsonl"), "--out", str(out)]) == 0
+    schemas = load_schemas(out)
+    assert sorted(schemas) == ["public.items", "public.types_demo"]
+    assert render(schemas["public.items"]).splitlines()[1:] == [
+        "table: public.items",
+        "primary_key: [id]",  # from the records' keys
+        "columns:",
+        "- {name: id, type: int, pg_type: integer}",
+        "- {name: name, type: string, pg_type: text}",
+        "- {name: big, type: string, pg_type: text}",
+    ]
+    demo = {c.name: c.pg_type for c in schemas["public.types_demo"].columns}  # column.propagate.source.type
+    assert demo["n12"] == "numeric(12,3)" and demo["tstz"] == "timestamp with time zone"
+    assert demo["ia"] == "integer[]" and demo["b"] == "bytea"

@@ -232,3 +232,39 @@ def test_per_table_settings(spark: SparkSession, pg_db: PgDatabase, tmp_path: Pa
         for r in hist.orderBy("__start_lsn").select("status", "__is_current", "__is_deleted").collect()
     ]
     assert rows == [("a", False, False), ("b", False, True)]
+
+
+def test_a_pipeline_of_debezium_files_is_detected_and_applied_once(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    vectors = Path(__file__).resolve().parent / "vectors" / "debezium"
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    lines = (vectors / "envelope.jsonl").read_text("utf-8").splitlines()
+    create = next(i for i, line in enumerate(lines) if "__debezium.oldkey" in line)
+    (landing / "0001.jsonl").write_text("\n".join(lines[:create]) + "\n", "utf-8")  # a key change cut in two
+    (landing / "0002.jsonl").write_text("\n".join(lines[create:]) + "\n", "utf-8")
+    pipeline = tmp_path / "pipeline.yaml"
+    pipeline.write_text("source: {path: landing/}\nlake: lake/\nmax_files_per_batch: 1\n")  # format detected
+    summary = run_pipeline(spark, str(pipeline))
+    assert (summary.files_applied, len(summary.batches), summary.failed_tables) == (2, 2, {})
+    assert sum(b.accepted for b in summary.batches) == 20 and sum(b.quarantined for b in summary.batches) == 0
+    items = {
+        r["id"]: r
+        for r in spark.read.format("delta")
+        .load(snapshot_path(str(tmp_path / "lake"), "public.items"))
+        .collect()
+    }
+    direct = tmp_path / "direct"
+    from resolver import ingest
+
+    ingest(spark, [str(vectors / "envelope.jsonl")], str(direct), "debezium-json")
+    expected = {
+        r["id"]: r
+        for r in spark.read.format("delta").load(snapshot_path(str(direct), "public.items")).collect()
+    }
+    assert items.keys() == expected.keys() and 20 in items and 2 not in items  # the row moved from 2 to 20
+    assert all(
+        items[k]["big"] == expected[k]["big"] and items[k]["name"] == expected[k]["name"] for k in items
+    )
+    assert run_pipeline(spark, str(pipeline)).files_applied == 0

@@ -170,11 +170,21 @@ public final class KafkaTool {
     private void create(String topic, int partitions) throws Exception {
         admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all().get();
         long deadline = System.currentTimeMillis() + 30000;
-        while (leaders(topic) < partitions) {
+        while (ledOrUnknown(topic) < partitions) { // just created, its metadata may not be known yet
             if (System.currentTimeMillis() > deadline) {
                 throw new IllegalStateException("topic " + topic + " has no leader for some partitions");
             }
             Thread.sleep(50);
+        }
+    }
+
+    /** The number of partitions of the topic that have a leader, 0 while the topic is not known yet. */
+    private int ledOrUnknown(String topic) throws Exception {
+        try {
+            return leaders(topic);
+        }
+        catch (IllegalArgumentException e) {
+            return 0;
         }
     }
 
