@@ -21,6 +21,7 @@ SLOW = (
     "tests/test_differential.py",
     "tests/test_evolution_differential.py",
     "tests/test_ingest.py",
+    "tests/test_kafka_stream.py",
     "tests/test_maintenance.py",
     "tests/test_names_pg.py",
     "tests/test_readme.py",
