@@ -5,7 +5,7 @@ file, docs/kafka.md). This module does not import Spark; ``resolver.kafka_landin
 source:
   kafka:
     bootstrap_servers: broker1:9092,broker2:9092
-    topics: [pg.public.orders, pg.public.customers]    # or topic_pattern: "pg\\.public\\..*"
+    topics: [pg.public.orders, pg.public.customers]    # or topic_pattern: "pg\\.public\\..*" (whole names)
     starting_offsets: earliest     # where a new query starts (default); a checkpoint's offsets win after
     max_offsets_per_trigger: 100000   # optional: at most this many records per micro-batch
     options:                       # optional: any other option of Spark's Kafka source
@@ -56,7 +56,9 @@ class KafkaSource(ResolverModel):
         default=None, min_length=1, description="The topics to read (one per table, or one for all)"
     )
     topic_pattern: str | None = Field(
-        default=None, min_length=1, description="A Java regular expression of the topics to read"
+        default=None,
+        min_length=1,
+        description="A Java regular expression that the whole name of each topic to read matches",
     )
     starting_offsets: Literal["earliest", "latest"] = Field(
         "earliest", description="Where a query without a checkpoint starts (default earliest)"
@@ -89,7 +91,9 @@ class KafkaSource(ResolverModel):
         if self.topics is not None:
             options["subscribe"] = ",".join(self.topics)
         else:
-            options["subscribePattern"] = str(self.topic_pattern)
+            # Spark's Kafka source takes a topic when the pattern matches any part of its name (pg\.public
+            # reads xpg.public.t too); a pattern here matches whole names, as Kafka Connect's topics.regex
+            options["subscribePattern"] = f"^(?:{self.topic_pattern})$"
         if self.max_offsets_per_trigger is not None:
             options["maxOffsetsPerTrigger"] = str(self.max_offsets_per_trigger)
         return {**options, **self.options}

@@ -160,7 +160,7 @@ lake: lake/
     assert pipeline.source.kafka.reader_options() == {
         "kafka.bootstrap.servers": "b1:9092,b2:9092",
         "startingOffsets": "earliest",
-        "subscribePattern": "pg\\.public\\..*",
+        "subscribePattern": "^(?:pg\\.public\\..*)$",  # whole names: Spark's source matches any part
         "maxOffsetsPerTrigger": "500",
         "kafka.security.protocol": "SASL_SSL",
     }
