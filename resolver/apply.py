@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from resolver import delta, sql
 from resolver.affected import Affected, affected_keys, read_changes, resolve_affected
 from resolver.batch_tables import BatchTables, mark_applied, open_batch_tables
+from resolver.coverage import HELD_NOTE
 from resolver.explode import TableLayout
 from resolver.exploded import Exploded, explode_batch, moved_events
 from resolver.first_batch import apply_first_batch, is_first_batch
@@ -63,9 +64,9 @@ def apply_table(
     """Bring one table's silver tables up to date; also returns its quarantine records, if any.
     ``all_new``: the lake held none of the batch's events before it (bronze took every one as new)."""
     name = meta.table
-    if layout is None:
+    if layout is None:  # only truncates (resolver.coverage): held until the table's first rows
         defer_truncates(spark, events, lake, name)
-        return empty_summary(name, meta, None), None
+        return empty_summary(name, meta, None).model_copy(update={"notes": [HELD_NOTE]}), None
     with step(spark, name, "tables"):
         first = is_first_batch(spark, lake, layout)
         tables = open_batch_tables(spark, lake, layout)

@@ -34,6 +34,7 @@ def batch_metadata(events: DataFrame) -> dict[str, TableMeta]:
             events=r["events"],
             skipped=r["skipped"],
             truncates=r["truncates"],
+            changes=r["changes"],
             lo=r["lo"],
             hi=r["hi"],
             columns=_name_types(r["columns"]),
@@ -96,6 +97,7 @@ def _aggregates() -> list[Column]:
         F.count(F.when(F.col("commit_lsn").isNotNull(), 1)).alias("events"),
         F.count(F.when(F.col("commit_lsn").isNull(), 1)).alias("skipped"),
         F.count(F.when(op == "truncate", 1)).alias("truncates"),
+        F.count(F.when(op.isin("update", "delete"), 1)).alias("changes"),
         F.min("commit_lsn").alias("lo"),
         F.max("commit_lsn").alias("hi"),
         F.max(F.when(op == "insert", F.struct("commit_lsn", "position"))).alias("last_insert"),
@@ -104,11 +106,19 @@ def _aggregates() -> list[Column]:
         F.min(F.struct("commit_lsn", "position", F.unix_micros("commit_time").alias("t"))).alias(
             "first_insert"
         ),
-        F.collect_set(F.when(mine, F.arrays_zip("column_names", "column_types"))).alias("columns"),
-        F.collect_set(F.when(mine, F.arrays_zip("old_key_names", "old_key_types"))).alias("old_keys"),
+        F.collect_set(F.when(mine, _name_type_pairs("column_names", "column_types"))).alias("columns"),
+        F.collect_set(F.when(mine, _name_type_pairs("old_key_names", "old_key_types"))).alias("old_keys"),
         F.collect_set(F.when(mine & op.isin("update", "delete"), F.col("old_key_names"))).alias("identities"),
         F.collect_set(F.when(mine, F.col("primary_key"))).alias("pks"),
     ]
+
+
+def _name_type_pairs(names: str, types: str) -> Column:
+    """(name, type) pairs of an event's columns; the type NULL when the stream sends no types (wal2json's
+    ``include-types=0``, Debezium without the schema envelope). ``arrays_zip`` alone is NULL when either
+    array is: a table whose events carry no types would have no columns at all."""
+    untyped = F.array_repeat(F.lit(None).cast("string"), F.greatest(F.size(names), F.lit(0)))
+    return F.arrays_zip(F.col(names), F.coalesce(F.col(types), untyped))
 
 
 def _name_types(zipped_sets: list[Any]) -> dict[str, str | None]:

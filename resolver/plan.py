@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from resolver.coverage import unapplied
 from resolver.deletion_vectors import from_bytes
 from resolver.errors import ConfigError
 from resolver.evolution import TypeChange
@@ -37,6 +38,13 @@ class BatchPlan:
     rejected: DataFrame | None = None
     failed: dict[str, str] = field(default_factory=dict)
     """Tables refused in this batch (with ``isolate``): table -> the one-line reason."""
+
+    @property
+    def unapplied(self) -> dict[str, str]:
+        """Tables whose events this batch cannot apply (``resolver.coverage.unapplied``): table -> why. Their
+        events stay in bronze; each is reported in its summary's ``error``."""
+        out = {t: unapplied(m, self.layouts.get(t)) for t, m in self.meta.items()}
+        return {t: why for t, why in out.items() if why}
 
     @property
     def type_changes(self) -> list[TypeChange]:

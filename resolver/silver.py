@@ -34,6 +34,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from resolver.apply import apply_table
+from resolver.coverage import check_covered
 from resolver.lake import changes_path, history_path, schema_log_path, snapshot_path
 from resolver.models import TableSummary
 from resolver.parallelism import parallel_tables
@@ -98,13 +99,22 @@ def apply_changes(
     if plan.accepted is not None:
         events = plan.accepted
     meta = plan.meta
+    refused = plan.unapplied
+    for table, why in sorted(refused.items()):
+        log.info("table %s not applied: %s", table, why)
     write_schema_log(
-        spark, lake, [e for layout in plan.layouts.values() if layout for e in layout.schema_log]
+        spark,
+        lake,
+        [e for t, layout in plan.layouts.items() if layout and t not in refused for e in layout.schema_log],
     )
 
     def one(table: str) -> tuple[TableSummary, DataFrame | None]:
+        result: tuple[TableSummary, DataFrame | None]
         try:
-            result = apply_table(spark, events, lake, meta[table], plan.layouts[table], all_new)
+            if table in refused:  # left alone: its events stay in bronze, the summary says why
+                result = (empty_summary(table, meta[table], refused[table]), None)
+            else:
+                result = apply_table(spark, events, lake, meta[table], plan.layouts[table], all_new)
         except Exception as e:
             if not isolate:
                 raise
@@ -126,4 +136,6 @@ def apply_changes(
         files = [r[0] for r in records.select("source_file").distinct().collect()]  # a few file names
         write_quarantine(spark, lake, records.select(*QUARANTINE_SCHEMA.fieldNames()), files)
     failed = [empty_summary(t, None, why) for t, why in plan.failed.items()]
-    return sorted([summary for summary, _ in results] + failed, key=lambda t: t.table)
+    summaries = sorted([summary for summary, _ in results] + failed, key=lambda t: t.table)
+    check_covered(meta, plan.layouts, summaries)
+    return summaries

@@ -50,6 +50,7 @@ class TableMeta:
     events: int = 0  # events with a commit LSN
     skipped: int = 0  # events without one (nothing to order them by: counted, not applied)
     truncates: int = 0
+    changes: int = 0  # updates and deletes (they need the key to find their row)
     lo: int | None = None  # the batch's lowest and highest commit LSN of this table
     hi: int | None = None
     columns: dict[str, str | None] = field(default_factory=dict)  # name -> PostgreSQL type (None: untyped)
