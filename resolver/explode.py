@@ -30,7 +30,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-__all__ = ["Column_", "TableLayout", "explode_events"]
+__all__ = ["Column_", "TableLayout", "cast_text", "explode_events"]
 
 _TIMELIKE = ("date", "timestamp", "timestamp_ntz")
 
@@ -101,7 +101,7 @@ class TableLayout:
         )
 
 
-def _typed(text: Column, spark_type: str) -> Column:
+def cast_text(text: Column, spark_type: str) -> Column:
     """``text`` cast to ``spark_type`` without failing: NULL when it does not fit."""
     if spark_type == "string":
         return text
@@ -142,9 +142,9 @@ def explode_events(events: DataFrame, layout: TableLayout) -> DataFrame:
         old_has, old_text = _lookup(F.col("old_key_names"), F.col("old_key_values"), col.stream_names)
         carried = new_has | (is_update & old_has)  # an insert lacks a column only if it did not exist
         text = F.when(new_has, new_text).when(is_update & old_has, old_text)
-        typed = _typed(text, col.type)
+        typed = cast_text(text, col.type)
         values[col.name] = F.when(carried, typed)
-        old_values[col.name] = _typed(old_text, col.type)
+        old_values[col.name] = cast_text(old_text, col.type)
         present[col.name] = carried
         has_old[col.name] = old_has
         bad.append(F.when(text.isNotNull() & typed.isNull(), F.concat(F.lit(col.name + ": "), text)))

@@ -944,6 +944,52 @@ def collect_silver(spark: Any, lake: Path, tables: Sequence[Table]) -> Silver:
     return silver
 
 
+def collect_silver_typed(spark: Any, lake: Path, tables: Sequence[Table]) -> Silver:
+    """``collect_silver`` of a lake whose source columns hold text (a stream without types and no schema file
+    to pin them), each value first typed by the documented mapping the way the resolver types a value
+    (``resolver.explode.cast_text``), the key structs of ``__moved_from``/``__moved_to`` too."""
+    from pyspark.sql import functions as F
+
+    from resolver.explode import cast_text
+
+    silver = Silver()
+    for t in tables:
+        types = t.types()
+        base = lake / "silver" / t.qualified
+
+        def typed(df: Any, t: Table = t, types: dict[str, str] = types) -> Any:
+            cols = []
+            for name in df.columns:
+                if name in types:
+                    cols.append(cast_text(F.col(f"`{name}`"), types[name]).alias(name))
+                elif name in ("__moved_from", "__moved_to"):
+                    key = F.struct(*[cast_text(F.col(f"`{name}`.`{k}`"), types[k]).alias(k) for k in t.key])
+                    cols.append(F.when(F.col(name).isNotNull(), key).alias(name))
+                else:
+                    cols.append(F.col(f"`{name}`"))
+            return df.select(*cols)
+
+        silver.snapshot[t.name], silver.snapshot_types[t.name] = _collect(
+            typed(spark.read.format("delta").load(str(base))), t
+        )
+        silver.history[t.name], silver.history_types[t.name] = _collect(
+            typed(spark.read.format("delta").load(f"{base}__history")), t
+        )
+    return silver
+
+
+def write_schema_files(out: Path, tables: Sequence[Table]) -> Path:
+    """A schema file per table pinning every column's type by the documented mapping (and its key)."""
+    out.mkdir(parents=True, exist_ok=True)
+    for t in tables:
+        key = f"primary_key: [{', '.join(t.primary_key)}]\n" if t.primary_key else ""
+        cols = "".join(f"  - {{name: {c}, type: '{typ}'}}\n" for c, typ in t.types().items())
+        (out / f"{t.qualified}.yaml").write_text(
+            f"table: {t.qualified}\n{key}columns:\n{cols}", encoding="utf-8"
+        )
+    return out
+
+
 # --- comparing --------------------------------------------------------------------------------------
 def diff_table(t: Table, expected: dict[Key, Row], got: Iterable[Row], where: str) -> list[str]:
     """Differences between the expected rows (key -> row) and the lake's rows (source columns compared,
@@ -1216,6 +1262,7 @@ class Capture:
     frames: dict[int, list[Frame]]
     timeline: dict[int, list[Commit]]
     events: dict[int, list[dict[str, Any]]]
+    untyped: dict[int, list[str]] = field(default_factory=dict)  # the same slot decoded with include-types=0
 
     def sql(self) -> str:
         """The workload as a script, each transaction labelled with its commit (for reproductions)."""
@@ -1236,6 +1283,7 @@ def capture_workload(db: PgDatabase, seed: int, count: int) -> Capture:
     txns = Workload(seed).transactions(count)
     commits = run_workload(db, txns)
     lines = {fmt: db.capture(slot, fmt) for fmt in (2, 1)}
+    untyped = {fmt: db.capture(slot, fmt, include_types=False) for fmt in (2, 1)}
     frames = {fmt: read_frames(lines[fmt], fmt) for fmt in (2, 1)}
     timeline = {fmt: map_commits(commits, frames[fmt], tables_for(fmt)) for fmt in (2, 1)}
     events = {fmt: reader_events(lines[fmt], fmt) for fmt in (2, 1)}
@@ -1244,7 +1292,9 @@ def capture_workload(db: PgDatabase, seed: int, count: int) -> Capture:
         for e in events[fmt]:
             c = by_lsn.get(e["commit_lsn"])
             assert c is not None and e["xid"] == c.xid and e["commit_time"] == c.time, f"reader event {e}"
-    return Capture(seed, txns, commits, lines, frames, timeline, events)
+    for fmt in (2, 1):  # the same changes, without a type anywhere
+        assert len(untyped[fmt]) == len(lines[fmt]) and not any('"type"' in x for x in untyped[fmt])
+    return Capture(seed, txns, commits, lines, frames, timeline, events, untyped)
 
 
 def landed_files(

@@ -53,6 +53,10 @@ pytestmark = [pytest.mark.spark, pytest.mark.postgres]
 #: tests/test_stream.py and tests/test_s3.py, so CI does not build that lake here (DIFF_SEEDS does). The time
 #: is nearly all ingest calls (about a minute each on a quiet 2-core machine).
 CI_PLAN = ((1, 2, "replayed"), (2, 1, "shuffled"), (2, 2, "whole"))
+#: Streams without types (``include-types=0``) of the last seed's capture, each ingested whole: format 2 with
+#: schema files pinning every column's type (must equal the typed lake of that seed, every row), format 1 with
+#: none (every column text; typed afterwards by the documented mapping it must equal PostgreSQL).
+UNTYPED = ((2, "pinned"), (1, "text"))
 BATCHES = 3
 
 
@@ -159,6 +163,41 @@ class Runs:
             if all([i] in order[:n] for i in group) and summary.accepted:
                 problems.append(f"ingest #{n} replays batch {group} but accepted {summary.accepted} events")
         return Lake(path, order, d.collect_silver(self.spark, path, d.tables_for(fmt)), problems)
+
+    def untyped_lake(self, seed: int, fmt: int, kind: str) -> Lake:
+        """The lake of the seed's capture decoded without types, ingested whole; ``kind`` "pinned" passes a
+        schema file per table pinning every column's type, "text" none."""
+        key = (seed, fmt, f"untyped-{kind}")
+        if key not in self.lakes:
+            try:
+                self.lakes[key] = self._build_untyped(seed, fmt, kind)
+            except Exception as exc:
+                self.lakes[key] = exc
+        lake = self.lakes[key]
+        if isinstance(lake, BaseException):
+            raise lake
+        return lake
+
+    def _build_untyped(self, seed: int, fmt: int, kind: str) -> Lake:
+        cap = self.capture(seed)
+        out = self.tmp.mktemp(f"untyped-seed{seed}-v{fmt}")
+        frames = d.read_frames(cap.untyped[fmt], fmt)
+        files = [f for b in d.write_batches(frames, BATCHES, random.Random(seed), out, "in") for f in b]
+        tables = d.tables_for(fmt)
+        schemas = str(d.write_schema_files(out / "schemas", tables)) if kind == "pinned" else None
+        path = out / "lake"
+        summary = ingest(self.spark, files, str(path), f"wal2json-v{fmt}", schemas)
+        problems = [f"{t.table}: {t.error}" for t in summary.tables if t.error]
+        problems += [f"{summary.quarantined} records quarantined"] if summary.quarantined else []
+        collect = d.collect_silver if kind == "pinned" else d.collect_silver_typed
+        lake = Lake(path, [list(range(BATCHES))], collect(self.spark, path, tables), problems)
+        if kind == "text":
+            for t in tables:
+                df = self.spark.read.format("delta").load(str(path / "silver" / t.qualified))
+                lake.problems += [
+                    f"{t.qualified}.{c} is {typ}" for c, typ in df.dtypes if c in t.names and typ != "string"
+                ]
+        return lake
 
     def report(
         self, seed: int, fmt: int, what: str, problems: list[str], order: list[list[int]] | None = None
@@ -320,6 +359,20 @@ def test_key_lineage_follows_the_rows(runs: Runs, seed: int, fmt: int, scenario:
     lake = runs.lake(seed, fmt, scenario)
     problems = d.check_lineage(lake.silver, runs.capture(seed).timeline[fmt], d.tables_for(fmt))
     assert not problems, runs.report(seed, fmt, f"{scenario}, key lineage", problems, lake.order)
+
+
+@pytest.mark.parametrize(("fmt", "kind"), UNTYPED, ids=[f"v{f}-{k}" for f, k in UNTYPED])
+def test_a_stream_without_types_equals_postgres_at_every_commit(runs: Runs, fmt: int, kind: str) -> None:
+    """wal2json with ``include-types=0``: every table applied; with schema files pinning the types, the very
+    rows of the typed stream's lake; without them, text that types to what PostgreSQL held."""
+    seed = SEEDS[-1]
+    lake = runs.untyped_lake(seed, fmt, kind)
+    problems = lake.problems + d.check_lake(lake.silver, runs.capture(seed).timeline[fmt], d.tables_for(fmt))
+    problems += d.check_lineage(lake.silver, runs.capture(seed).timeline[fmt], d.tables_for(fmt))
+    if kind == "pinned":
+        typed = runs.lake(seed, fmt, "whole")
+        problems += d.diff_silver(typed.silver, lake.silver, d.tables_for(fmt), "typed vs untyped, pinned")
+    assert not problems, runs.report(seed, fmt, f"untyped, {kind}", problems)
 
 
 @pytest.mark.parametrize(("base", "other"), _same_rows(PLAN))
