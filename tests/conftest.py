@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -51,6 +52,15 @@ _INTERPRETED = {
 }
 
 
+#: The tests' driver JVM compiles with C1 only and collects with the serial collector. Test batches are tiny:
+#: C2's optimised code never pays back the CPU it takes to make on 2 cores (C2 alone took a third of a
+#: measured ingest's CPU), and one GC thread leaves the cores to Spark's tasks. Measured with
+#: ``RESOLVER_TEST_JIT=full`` (the JVM's defaults) side by side: see the commit that added it.
+_TEST_JVM = {
+    "spark__driver__extraJavaOptions": "-Duser.timezone=UTC -XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+}
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     from resolver.kafka_config import KAFKA_PACKAGE
@@ -63,6 +73,7 @@ def spark() -> Iterator[SparkSession]:
         spark__default__parallelism="2",
         spark__driver__memory="4g",
         **_INTERPRETED,
+        **({} if os.environ.get("RESOLVER_TEST_JIT") == "full" else _TEST_JVM),
     )
     yield session
     session.stop()
