@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -133,10 +134,12 @@ class Runs:
 
     def lake(self, seed: int, fmt: int, scenario: str) -> Lake:
         """The lake of a scenario, built once (a failure to build it is kept and raised again)."""
-        key = (seed, fmt, scenario)
+        return self._once((seed, fmt, scenario), lambda: self._build(seed, fmt, scenario))
+
+    def _once(self, key: tuple[int, int, str], build: Callable[[], Lake]) -> Lake:
         if key not in self.lakes:
             try:
-                self.lakes[key] = self._build(seed, fmt, scenario)
+                self.lakes[key] = build()
             except Exception as exc:
                 self.lakes[key] = exc
         lake = self.lakes[key]
@@ -167,16 +170,7 @@ class Runs:
     def untyped_lake(self, seed: int, fmt: int, kind: str) -> Lake:
         """The lake of the seed's capture decoded without types, ingested whole; ``kind`` "pinned" passes a
         schema file per table pinning every column's type, "text" none."""
-        key = (seed, fmt, f"untyped-{kind}")
-        if key not in self.lakes:
-            try:
-                self.lakes[key] = self._build_untyped(seed, fmt, kind)
-            except Exception as exc:
-                self.lakes[key] = exc
-        lake = self.lakes[key]
-        if isinstance(lake, BaseException):
-            raise lake
-        return lake
+        return self._once((seed, fmt, f"untyped-{kind}"), lambda: self._build_untyped(seed, fmt, kind))
 
     def _build_untyped(self, seed: int, fmt: int, kind: str) -> Lake:
         cap = self.capture(seed)
