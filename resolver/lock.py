@@ -1,12 +1,22 @@
-"""One writer per lake: ``<lake>/_resolver/run.lock``, taken by ``resolver run`` and ``resolver ingest``.
+"""Who may write: the lake's lock, taken by every command that writes the lake, and the owner lock of a
+pipeline, held for the whole life of a stream or a scheduled run of it.
 
-The lock is a file created with ``O_CREAT | O_EXCL`` (atomic on local and network POSIX file systems),
+- **The lake's lock** ``<lake>/_resolver/run.lock``, taken by ``resolver ingest``, ``optimize``, ``vacuum``,
+  ``resolver run`` for its whole life and by a streaming query for each micro-batch: one writer at a time,
+  and between a stream's micro-batches the others get their turn.
+- **The owner lock of a pipeline** ``<checkpoint>.lock`` (beside the streaming query's checkpoint, by default
+  ``<lake>/_resolver/stream.lock``), taken before a stream starts its query and held until the query ended,
+  and by a scheduled run of the pipeline: two queries on one checkpoint fail each other in Spark
+  (``CONCURRENT_STREAM_LOG_UPDATE``), so the second one is refused before it starts any.
+
+A lock is a file created with ``O_CREAT | O_EXCL`` (atomic on local and network POSIX file systems),
 holding who took it: run id, host, process id and time. A second run finds it and either waits
-(``wait_seconds``) or stops at once with ``LakeBusy``, naming the holder. A lock left by a process that is
-gone (same host, neither its process nor its Spark driver JVM alive: a crash or a kill) is taken over
-with a warning, so a crashed run never blocks the next one. A lake named by a URI (S3, ADLS, GCS), where a
-file cannot be created atomically, keeps its lock in a one-row Delta table instead, taken by a
-compare-and-swap commit (``resolver.table_lock``).
+(``wait_seconds``) or stops at once with ``LakeBusy`` (``PipelineBusy`` for the owner lock), naming the
+holder. A lock left by a process that is gone (same host, neither its process nor its Spark driver JVM
+alive: a crash or a kill) is taken over with a warning, so a crashed run never blocks the next one. Where a
+file cannot be created atomically (a path named by a URI: S3, ADLS, GCS), the lock is a one-row Delta table
+instead, taken by a compare-and-swap commit (``resolver.table_lock``). Both locks are taken, waited for and
+taken over by the same loop (``_held``).
 """
 
 from __future__ import annotations
@@ -16,29 +26,52 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from resolver.errors import ResolverError
 from resolver.paths import is_uri
 
-__all__ = ["LakeBusy", "lake_lock", "lock_path", "session_pids"]
+__all__ = [
+    "LakeBusy",
+    "PipelineBusy",
+    "lake_lock",
+    "lock_path",
+    "owner_lock_path",
+    "pipeline_lock",
+    "run_locks",
+    "session_pids",
+]
 
 log = logging.getLogger(__name__)
+
+#: how long a lock is waited for, whatever ``wait_seconds`` says, while its holder's process is gone and only
+#: its Spark driver JVM still runs: the JVM of a killed process ends by itself within seconds
+SETTLE_SECONDS = 60.0
 
 
 class LakeBusy(ResolverError):
     """Another run holds the lake's lock."""
 
 
+class PipelineBusy(LakeBusy):
+    """Another run owns the pipeline: a stream of it, or a scheduled run."""
+
+
 def lock_path(lake: str) -> str:
     return os.path.join(os.path.abspath(lake), "_resolver", "run.lock")
 
 
+def owner_lock_path(checkpoint: str) -> str:
+    """The owner lock of the pipeline whose streaming checkpoint is ``checkpoint``: ``<checkpoint>.lock``, a
+    file beside it (a one-row Delta table at that path when it is a URI)."""
+    return (checkpoint.rstrip("/") if is_uri(checkpoint) else os.path.abspath(checkpoint)) + ".lock"
+
+
 class _Lock(Protocol):
-    """Where a lake's lock is kept: the lock file (``_FileLock``) or the lock table (``TableLock``)."""
+    """Where a lock is kept: a lock file (``_FileLock``) or a lock table (``TableLock``)."""
 
     clear_hint: str
 
@@ -48,7 +81,6 @@ class _Lock(Protocol):
     def release(self, me: dict[str, Any]) -> None: ...
 
 
-@contextmanager
 def lake_lock(
     lake: str,
     run_id: str,
@@ -56,30 +88,151 @@ def lake_lock(
     poll_seconds: float = 0.5,
     helper_pids: tuple[int, ...] = (),
     spark: Any = None,
-) -> Iterator[None]:
+) -> AbstractContextManager[None]:
     """Hold the lake's lock for the ``with`` block. Raises ``LakeBusy`` when another live run holds it
     for longer than ``wait_seconds``. ``helper_pids`` are other processes that write for this one (the
     Spark driver JVM of a local session): the lock is stale only when they are gone too, since a JVM
     outlives its killed Python process by a few seconds and may still commit a MERGE it had begun. A lake
     named by a URI keeps its lock in a Delta table (``resolver.table_lock``), which needs ``spark``."""
-    lock: _Lock
-    if is_uri(lake):
-        if spark is None:
-            raise ValueError(f"the lock of lake {lake} is a Delta table: pass the SparkSession")
-        from resolver.table_lock import TableLock
+    return _lake_lock(lake, _me(run_id, helper_pids), wait_seconds, poll_seconds, spark)
 
-        lock = TableLock(spark, lake)
+
+def pipeline_lock(
+    checkpoint: str,
+    pipeline: str,
+    run_id: str,
+    wait_seconds: float = 0.0,
+    poll_seconds: float = 0.5,
+    helper_pids: tuple[int, ...] = (),
+    spark: Any = None,
+) -> AbstractContextManager[None]:
+    """Own the pipeline whose streaming checkpoint is ``checkpoint`` for the ``with`` block: its owner lock
+    (``owner_lock_path``). Raises ``PipelineBusy`` when another live run owns it for longer than
+    ``wait_seconds``; ``pipeline`` is how the message names it (its file). Stale locks, ``helper_pids`` and
+    ``spark`` as for ``lake_lock``."""
+    return _pipeline_lock(checkpoint, pipeline, _me(run_id, helper_pids), wait_seconds, poll_seconds, spark)
+
+
+@contextmanager
+def run_locks(
+    lake: str,
+    checkpoint: str,
+    pipeline: str,
+    run_id: str,
+    wait_seconds: float = 0.0,
+    poll_seconds: float = 0.5,
+    helper_pids: tuple[int, ...] = (),
+    spark: Any = None,
+) -> Iterator[None]:
+    """Hold the lake's lock and the pipeline's owner lock for the ``with`` block (a scheduled run). The
+    lake's lock first, where two runs of any kind meet; then the pipeline's without waiting, because a
+    stream that owns it takes the lake's lock for each micro-batch, and a run waiting for the one while
+    holding the other would stall both. A pipeline that a stream owns is tried again, with the lake's lock
+    let go in between, until ``wait_seconds`` have passed; then ``PipelineBusy``."""
+    me = _me(run_id, helper_pids)
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        with ExitStack() as held:
+            left = max(0.0, deadline - time.monotonic())
+            held.enter_context(_lake_lock(lake, me, left, poll_seconds, spark, waited=wait_seconds))
+            owner = _pipeline_lock(checkpoint, pipeline, me, 0.0, poll_seconds, spark, waited=wait_seconds)
+            try:
+                held.enter_context(owner)
+            except PipelineBusy:
+                if time.monotonic() >= deadline:
+                    raise
+            else:
+                yield
+                return
+        time.sleep(poll_seconds)
+
+
+def _lake_lock(
+    lake: str,
+    me: dict[str, Any],
+    wait_seconds: float,
+    poll_seconds: float,
+    spark: Any,
+    waited: float | None = None,
+) -> AbstractContextManager[None]:
+    if is_uri(lake):
+        lock = _table_lock(spark, lake, None, f"lock of lake {lake}")
     else:
         lock = _FileLock(lock_path(lake))
-    mine = {
+
+    def refused(who: str) -> LakeBusy:
+        return LakeBusy(
+            f"lake {lake} is being written by {who}; expected no other run (pass --wait SECONDS to wait for "
+            f"it, or {lock.clear_hint} if that process is gone)"
+        )
+
+    return _held(lock, f"lake {lake}", refused, me, wait_seconds, poll_seconds, waited)
+
+
+def _pipeline_lock(
+    checkpoint: str,
+    pipeline: str,
+    me: dict[str, Any],
+    wait_seconds: float,
+    poll_seconds: float,
+    spark: Any,
+    waited: float | None = None,
+) -> AbstractContextManager[None]:
+    path = owner_lock_path(checkpoint)
+    if is_uri(path):
+        parent, name = path.rsplit("/", 1)
+        lock = _table_lock(spark, parent, name, f"owner lock of pipeline {pipeline}")
+    else:
+        lock = _FileLock(path)
+
+    def refused(who: str) -> PipelineBusy:
+        return PipelineBusy(
+            f"pipeline {pipeline} is being run by {who}: expected no other run of it (pass --wait SECONDS "
+            f"to wait for it, or {lock.clear_hint} if that process is gone)"
+        )
+
+    return _held(lock, f"pipeline {pipeline}", refused, me, wait_seconds, poll_seconds, waited)
+
+
+def _table_lock(spark: Any, parent: str, table: str | None, what: str) -> _Lock:
+    """The lock table ``table`` of ``parent`` (None: the lake's own, ``resolver.table_lock.LOCK_TABLE``)."""
+    if spark is None:
+        raise ValueError(f"the {what} is a Delta table: pass the SparkSession")
+    from resolver.table_lock import TableLock
+
+    return TableLock(spark, parent) if table is None else TableLock(spark, parent, table)
+
+
+def _me(run_id: str, helper_pids: tuple[int, ...]) -> dict[str, Any]:
+    """Who takes a lock: what the lock file or table holds while this run has it."""
+    return {
         "run_id": run_id,
         "host": socket.gethostname(),
         "pid": os.getpid(),
         "helper_pids": list(helper_pids),
         "since": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+
+
+@contextmanager
+def _held(
+    lock: _Lock,
+    what: str,
+    refused: Callable[[str], LakeBusy],
+    me: dict[str, Any],
+    wait_seconds: float,
+    poll_seconds: float,
+    waited: float | None = None,
+) -> Iterator[None]:
+    """Take ``lock`` as ``me`` (taking it over from a holder that is gone), waiting up to ``wait_seconds``
+    for a live holder (and up to ``SETTLE_SECONDS`` for the Spark driver of one whose process is gone),
+    else raise ``refused(<who holds it>)``; hold it for the ``with`` block. ``what`` is
+    what the lock guards, for the log; ``waited``, how long the caller waited in all (when it tries again
+    itself, as ``run_locks`` does), for the message."""
     deadline = time.monotonic() + wait_seconds
-    while not lock.take(mine):
+    settled = time.monotonic() + SETTLE_SECONDS
+    told: set[str] = set()  # what the log said already
+    while not lock.take(me):
         holder = lock.holder()
         if holder is not None and _dead(holder):
             log.warning(
@@ -87,28 +240,38 @@ def lake_lock(
                 holder.get("run_id"),
                 holder.get("pid"),
                 holder.get("host"),
-                lake,
+                what,
             )
-            if lock.take_over(holder, mine):
+            if lock.take_over(holder, me):
                 break
             continue
+        if holder is not None and _orphaned(holder) and time.monotonic() < settled:
+            if "orphaned" not in told:
+                told.add("orphaned")
+                log.info(
+                    "waiting for the Spark driver of run %s to end (its process is gone): %s",
+                    holder.get("run_id"),
+                    what,
+                )
+            time.sleep(poll_seconds)
+            continue
+        who = (
+            f"run {holder.get('run_id')} (process {holder.get('pid')} on {holder.get('host')}, since "
+            f"{holder.get('since')})"
+            if holder
+            else "another run"
+        )
         if time.monotonic() >= deadline:
-            who = (
-                f"run {holder.get('run_id')} (process {holder.get('pid')} on {holder.get('host')}, since "
-                f"{holder.get('since')})"
-                if holder
-                else "another run"
-            )
-            waited = f" after waiting {wait_seconds:g} s" if wait_seconds else ""
-            raise LakeBusy(
-                f"lake {lake} is being written by {who}{waited}; expected no other run (pass --wait SECONDS "
-                f"to wait for it, or {lock.clear_hint} if that process is gone)"
-            )
+            waited = wait_seconds if waited is None else waited
+            raise refused(who + (f" after waiting {waited:g} s" if waited else ""))
+        if "held" not in told:
+            told.add("held")
+            log.info("waiting up to %g s for %s, held by %s", wait_seconds, what, who)
         time.sleep(poll_seconds)
     try:
         yield
     finally:
-        lock.release(mine)
+        lock.release(me)
 
 
 class _FileLock:
@@ -158,6 +321,14 @@ def _dead(holder: dict[str, Any]) -> bool:
     if holder.get("host") != socket.gethostname() or not all(isinstance(p, int) for p in pids):
         return False
     return not any(_alive(p) for p in pids)
+
+
+def _orphaned(holder: dict[str, Any]) -> bool:
+    """Whether the holder is a process on this host that no longer runs while one of its helpers does."""
+    pid, helpers = holder.get("pid"), holder.get("helper_pids", [])
+    if holder.get("host") != socket.gethostname() or not isinstance(pid, int) or _alive(pid):
+        return False
+    return any(isinstance(p, int) and _alive(p) for p in helpers)
 
 
 def _alive(pid: int) -> bool:

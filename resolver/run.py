@@ -1,6 +1,7 @@
 """``resolver run PIPELINE.yaml``: apply every new file of a landing folder exactly once.
 
-A run takes the lake's lock (``resolver.lock``), lists the source, and compares it with the ledger
+A run takes the lake's lock and the pipeline's owner lock (``resolver.lock.run_locks``: no other run, and no
+stream of the pipeline, runs meanwhile), lists the source, and compares it with the ledger
 ``_resolver/ledger`` (one row per file applied: path, size, modification time, run id, batch). The files
 not in the ledger — new ones, and ones whose size or modification time changed since — are applied in
 name order, in batches of at most ``max_files_per_batch`` files, each one ``resolver.ingest`` call; a batch
@@ -37,12 +38,21 @@ from resolver.bronze import ingest
 from resolver.errors import ConfigError
 from resolver.hadoop_files import source_listing
 from resolver.input_files import resolve_format
-from resolver.lock import lake_lock, session_pids
+from resolver.lake import inside
+from resolver.lock import run_locks, session_pids
 from resolver.models import Format, IngestSummary, RunSummary, TableSummary
 from resolver.pipeline import Pipeline, load_pipeline
 from resolver.tableschema import TableSchema, load_schemas
 
-__all__ = ["LEDGER", "apply_new_files", "ledger_path", "new_run_id", "run_pipeline"]
+__all__ = [
+    "LEDGER",
+    "apply_new_files",
+    "checkpoint_path",
+    "ledger_path",
+    "new_run_id",
+    "pipeline_name",
+    "run_pipeline",
+]
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +73,17 @@ def ledger_path(lake: str) -> str:
     return delta.table_path(lake, LEDGER)
 
 
+def checkpoint_path(pipeline: Pipeline) -> str:
+    """Where a pipeline's streaming query keeps its checkpoint; its owner lock is beside it
+    (``resolver.lock.owner_lock_path``), taken by streams and scheduled runs of the pipeline alike."""
+    return pipeline.stream.checkpoint or inside(pipeline.lake, "_resolver", "stream")
+
+
+def pipeline_name(pipeline: Pipeline | str) -> str:
+    """How messages name a pipeline: its file, or the lake of one given as a ``Pipeline``."""
+    return pipeline if isinstance(pipeline, str) else f"of lake {pipeline.lake}"
+
+
 def run_pipeline(spark: SparkSession, pipeline: Pipeline | str, *, wait_seconds: float = 0.0) -> RunSummary:
     """Apply the pipeline's new source files to its lake (see the module docstring). ``pipeline`` is a
     ``Pipeline`` or the path of a pipeline file. Progress is logged (logger ``resolver.run``); tables that
@@ -75,6 +96,7 @@ def run_pipeline(spark: SparkSession, pipeline: Pipeline | str, *, wait_seconds:
         print("\\n".join(summary.lines()))
     """
     started = time.monotonic()
+    name = pipeline_name(pipeline)
     if isinstance(pipeline, str):
         pipeline = load_pipeline(pipeline)
     if pipeline.source.kafka is not None:
@@ -84,7 +106,8 @@ def run_pipeline(spark: SparkSession, pipeline: Pipeline | str, *, wait_seconds:
         )
     schemas = load_schemas(pipeline.schemas) if pipeline.schemas else None
     run_id = new_run_id()
-    with lake_lock(pipeline.lake, run_id, wait_seconds, helper_pids=session_pids(spark), spark=spark):
+    checkpoint, helpers = checkpoint_path(pipeline), session_pids(spark)
+    with run_locks(pipeline.lake, checkpoint, name, run_id, wait_seconds, helper_pids=helpers, spark=spark):
         summary = apply_new_files(spark, pipeline, schemas, run_id)
     return summary.model_copy(update={"seconds": time.monotonic() - started})
 

@@ -20,13 +20,14 @@ def add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     run_parser = commands.add_parser(
         "run",
         help="apply every new file of a pipeline's source exactly once (scheduled runs, or --stream)",
-        description="Read a pipeline file (docs/pipelines.md), take the lake's lock, and apply the source "
-        "files not yet in the lake's ledger (_resolver/ledger), in name order, in batches. A run killed at "
-        "any point is completed by the next one, with nothing lost or doubled. Tables are applied "
-        "concurrently; a table that fails does not stop the others (exit status 3). Progress goes to "
+        description="Read a pipeline file (docs/pipelines.md), take the lake's lock and the pipeline's, and "
+        "apply the source files not yet in the lake's ledger (_resolver/ledger), in name order, in batches. "
+        "A run killed at any point is completed by the next one, with nothing lost or doubled. Tables are "
+        "applied concurrently; a table that fails does not stop the others (exit status 3). Progress goes to "
         "stderr, the summary to stdout. With --stream the pipeline runs as a Structured Streaming query "
         "(docs/streaming.md): a micro-batch every stream.trigger_seconds until stopped (SIGINT/SIGTERM stop "
-        "it after the micro-batch under way), or with --once everything landed so far, then exit.",
+        "it after the micro-batch under way), or with --once everything landed so far, then exit. A run or "
+        "stream of a pipeline that another one is running stops at once (exit status 4) unless --wait.",
         epilog="examples:\n"
         "  resolver run pipeline.yaml\n"
         "  resolver run pipeline.yaml --json > run.json      # for schedulers\n"
@@ -34,7 +35,7 @@ def add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "  resolver run pipeline.yaml --stream               # a streaming query, until stopped\n"
         "  resolver run pipeline.yaml --stream --once        # availableNow: what has landed, then exit\n"
         "\nexit status: 0 done, 1 unexpected failure, 2 misconfiguration, 3 some tables failed, "
-        "4 lake locked",
+        "4 lake or pipeline held by another run",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run_parser.add_argument("pipeline", metavar="PIPELINE.yaml", help="the pipeline file")
@@ -44,8 +45,8 @@ def add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         type=float,
         default=None,
         metavar="SECONDS",
-        help="wait this long for another run's lock (default 0; with --stream, each micro-batch waits "
-        f"up to {STREAM_WAIT_SECONDS:.0f})",
+        help="wait this long for another run of the lake or the pipeline (default 0; with --stream, each "
+        f"micro-batch also waits up to {STREAM_WAIT_SECONDS:.0f} for the lake's lock)",
     )
     run_parser.add_argument(
         "--stream", action="store_true", help="run as a Structured Streaming query over the source"
@@ -91,11 +92,14 @@ def run(args: argparse.Namespace) -> int:
                 "a Kafka source: what its topics hold now (--stream --once)"
             )
         wait = STREAM_WAIT_SECONDS if args.wait is None else args.wait
-        summary = run_stream(spark, pipeline, once=args.once or not args.stream, wait_seconds=wait)
+        once = args.once or not args.stream
+        summary = run_stream(
+            spark, args.pipeline, once=once, wait_seconds=wait, owner_wait_seconds=args.wait or 0.0
+        )
     else:
         from resolver.run import run_pipeline
 
-        summary = run_pipeline(spark, pipeline, wait_seconds=args.wait or 0.0)
+        summary = run_pipeline(spark, args.pipeline, wait_seconds=args.wait or 0.0)
     if args.json:
         print(summary.model_dump_json(indent=2))
     else:

@@ -14,6 +14,12 @@ idempotent) and files already in the ledger are skipped. A micro-batch in which 
 the query stops before committing it, and its files are applied again on the next start (or by
 ``resolver run``, which shares the ledger).
 
+One query per checkpoint: ``run_stream`` owns the pipeline for the query's whole life (its owner lock,
+``resolver.lock.pipeline_lock``, beside the checkpoint), taken before the query starts, so a second stream
+or a scheduled run of the pipeline is refused (``PipelineBusy``) before it touches the checkpoint. The
+lake's lock is still taken per micro-batch: ``resolver ingest``, ``optimize`` and ``vacuum`` take turns with
+a running stream between its micro-batches.
+
 Triggers: a processing-time trigger every ``stream.trigger_seconds`` until the query is stopped, or
 ``availableNow`` (``once=True``): everything that has landed, in micro-batches of at most
 ``max_files_per_batch`` files, then the query ends by itself.
@@ -39,12 +45,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from resolver.kafka_landing import kafka_records, land
-from resolver.lake import inside
-from resolver.lock import lake_lock, session_pids
+from resolver.lock import lake_lock, pipeline_lock, session_pids
 from resolver.models import RunSummary
 from resolver.paths import is_uri
 from resolver.pipeline import Pipeline, load_pipeline
-from resolver.run import apply_new_files, new_run_id
+from resolver.run import apply_new_files, checkpoint_path, new_run_id, pipeline_name
 from resolver.tableschema import load_schemas
 
 __all__ = ["StreamProgress", "checkpoint_path", "run_stream", "stream_pipeline"]
@@ -82,11 +87,6 @@ class TablesFailed(RuntimeError):
     """A micro-batch in which some tables failed: the query stops before committing it."""
 
 
-def checkpoint_path(pipeline: Pipeline) -> str:
-    """Where a pipeline's streaming query keeps its checkpoint."""
-    return pipeline.stream.checkpoint or inside(pipeline.lake, "_resolver", "stream")
-
-
 def stream_pipeline(
     spark: SparkSession,
     pipeline: Pipeline | str,
@@ -97,6 +97,8 @@ def stream_pipeline(
 ) -> StreamingQuery:
     """Start the pipeline as a streaming query (see the module docstring) and return it. Each micro-batch
     waits up to ``wait_seconds`` for another run's lock; ``progress`` collects what the micro-batches did.
+    The query is the caller's: this does not take the pipeline's owner lock (``run_stream`` does; a job of
+    its own can hold ``resolver.lock.pipeline_lock`` around the query's life).
 
     Example::
 
@@ -143,14 +145,41 @@ def stream_pipeline(
 
 
 def run_stream(
-    spark: SparkSession, pipeline: Pipeline, *, once: bool, wait_seconds: float = 600.0
+    spark: SparkSession,
+    pipeline: Pipeline | str,
+    *,
+    once: bool,
+    wait_seconds: float = 600.0,
+    owner_wait_seconds: float = 0.0,
 ) -> RunSummary:
-    """Run the streaming query until it ends (``once``) or is stopped by SIGINT or SIGTERM (after the
-    micro-batch under way), and return what it did as one run's summary. A micro-batch whose tables failed
-    ends it with those tables in ``failed_tables``; any other error of a micro-batch is raised as it was."""
+    """Own the pipeline (waiting up to ``owner_wait_seconds`` for another stream or run of it, else
+    ``PipelineBusy``, before any query starts), run the streaming query until it ends (``once``) or is
+    stopped by SIGINT or SIGTERM (after the micro-batch under way), and return what it did as one run's
+    summary. Each micro-batch waits up to ``wait_seconds`` for the lake's lock. A micro-batch whose tables
+    failed ends it with those tables in ``failed_tables``; any other error of a micro-batch is raised as it
+    was."""
     started = time.monotonic()
+    name = pipeline_name(pipeline)
+    if isinstance(pipeline, str):
+        pipeline = load_pipeline(pipeline)
+    run_id = new_run_id()
+    helpers = session_pids(spark)
+    with pipeline_lock(
+        checkpoint_path(pipeline), name, run_id, owner_wait_seconds, helper_pids=helpers, spark=spark
+    ):
+        progress = _until_stopped(spark, pipeline, once, wait_seconds, run_id)
+    if progress.error is not None and not isinstance(progress.error, TablesFailed):
+        raise progress.error
+    return progress.summary(run_id, pipeline.lake, time.monotonic() - started)
+
+
+def _until_stopped(
+    spark: SparkSession, pipeline: Pipeline, once: bool, wait_seconds: float, run_id: str
+) -> StreamProgress:
+    """Start the query and wait for it to end (``run_stream``); what its micro-batches did."""
     progress = StreamProgress()
     query = stream_pipeline(spark, pipeline, once=once, wait_seconds=wait_seconds, progress=progress)
+    log.info("run %s: streaming query started (checkpoint %s)", run_id, checkpoint_path(pipeline))
     stop = threading.Event()
     restore = _on_stop_signals(stop)
     try:
@@ -166,9 +195,10 @@ def run_stream(
                 break
     finally:
         restore()
-    if progress.error is not None and not isinstance(progress.error, TablesFailed):
-        raise progress.error
-    return progress.summary(new_run_id(), pipeline.lake, time.monotonic() - started)
+        # a query left running by an error of this loop is stopped before the owner lock is let go
+        if query.isActive:
+            query.stop()
+    return progress
 
 
 #: what a micro-batch offers: the source files it names (``apply_new_files``'s ``only``)

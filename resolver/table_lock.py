@@ -1,6 +1,7 @@
 """One writer per lake where a file cannot be created atomically (a lake named by a URI: S3, ADLS, GCS, and
 ``file:/`` too): the lock is a Delta table of one row, ``<lake>/_resolver/lock``, and taking it is a
-compare-and-swap commit.
+compare-and-swap commit. The owner lock of a pipeline whose checkpoint is named by a URI is a table of the
+same kind beside the checkpoint, ``<checkpoint>.lock`` (``resolver.lock.pipeline_lock``).
 
 The table is created with its one row (``holder`` NULL) in its first commit. Taking the lock is
 ``UPDATE … SET holder = <me> WHERE holder IS NULL``; taking over a dead holder's lock is ``… WHERE holder =
@@ -33,11 +34,12 @@ _SCHEMA = T.StructType([T.StructField("slot", T.IntegerType()), T.StructField("h
 
 
 class TableLock:
-    """The lake's lock table: ``take``, ``take_over`` and ``release`` are single commits that succeed for
-    one run only; ``holder`` reads who has it."""
+    """A lock table, by default the lake's (``table`` is its path in ``lake``; the owner lock of a pipeline
+    is another one, ``resolver.lock.pipeline_lock``): ``take``, ``take_over`` and ``release`` are single
+    commits that succeed for one run only; ``holder`` reads who has it."""
 
-    def __init__(self, spark: SparkSession, lake: str) -> None:
-        self.spark, self.path = spark, delta.table_path(lake, LOCK_TABLE)
+    def __init__(self, spark: SparkSession, lake: str, table: str = LOCK_TABLE) -> None:
+        self.spark, self.path = spark, delta.table_path(lake, table)
         self.clear_hint = f"clear it with UPDATE {sql.delta_path(self.path)} SET holder = NULL"
         self._create()
 

@@ -7,11 +7,7 @@ check of tests/difftest.py) and the sample stream's expected tables."""
 from __future__ import annotations
 
 import os
-import queue
 import signal
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 
@@ -26,6 +22,7 @@ from resolver.run import ledger_path
 from resolver.stream import checkpoint_path, run_stream
 from tests import difftest as d
 from tests.pgharness import PgServer, write_lines
+from tests.processes import Resolver
 from tests.samplelake import sample_lake_problems
 from tests.test_run import failing_orders_pipeline
 
@@ -50,52 +47,6 @@ def _pipeline(folder: Path, **extra: str) -> Path:
     return path
 
 
-class _Stream:
-    """``resolver run PIPELINE --stream`` in a child process, its progress lines read as they come."""
-
-    def __init__(self, pipeline: Path) -> None:
-        env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "resolver", "run", str(pipeline), "--stream"],
-            stderr=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        self.seen: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.put(line.rstrip())
-        self.lines.put(None)
-
-    def until(self, wanted: str, timeout: float = 600) -> str:
-        """The first progress line from now on that contains ``wanted``."""
-        deadline = time.monotonic() + timeout
-        while True:
-            line = self.lines.get(timeout=max(0.1, deadline - time.monotonic()))
-            if line is None:
-                raise AssertionError(f"the stream ended before {wanted!r}:\n" + "\n".join(self.seen))
-            self.seen.append(line)
-            if line.startswith("resolver: ") and wanted in line:
-                return line
-
-    def applied_until(self, files: int) -> None:
-        """Wait for micro-batches that applied ``files`` files in all."""
-        done = 0
-        while done < files:
-            line = self.until("file(s) applied")
-            done += int(line.split(": ")[-1].split()[0])
-
-    def stop(self, sig: int) -> tuple[int, str]:
-        self.proc.send_signal(sig)
-        out, _ = self.proc.communicate(timeout=300)
-        return self.proc.returncode, out
-
-
 def test_a_killed_stream_over_a_growing_folder_equals_postgresql(
     spark: SparkSession, pg_server: PgServer, tmp_path: Path
 ) -> None:
@@ -108,11 +59,11 @@ def test_a_killed_stream_over_a_growing_folder_equals_postgresql(
     for i in range(4):
         write_lines(landing / f"{i:04d}.json", files[i])
         os.utime(landing / f"{i:04d}.json", (now - 60 + i, now - 60 + i))  # the file source's order: by time
-    first = _Stream(pipeline)
+    first = Resolver("run", str(pipeline), "--stream")
     first.until("done (1)")  # a table of the first micro-batch written, the others not yet
     status, _ = first.stop(signal.SIGKILL)
     assert status == -signal.SIGKILL
-    again = _Stream(pipeline)
+    again = Resolver("run", str(pipeline), "--stream")
     settled = d.settled_files(files, 4)  # files from where a still-open transaction began wait for it
     again.applied_until(settled)  # the killed micro-batch again, then the next
     for i in range(4, FILES):  # more files land while the stream runs, each whole (a hidden name, renamed)
