@@ -59,7 +59,9 @@ _INTERPRETED = {
 #: launcher adds SPARK_SUBMIT_OPTS to the driver's command line. ``RESOLVER_TEST_JIT=full`` keeps the JVM's
 #: defaults (for comparing); the product's own sessions never set these.
 if os.environ.get("RESOLVER_TEST_JIT") != "full":
-    os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+    os.environ.setdefault(
+        "SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:+UseSerialGC"
+    )
 
 
 @pytest.fixture(scope="session")
