@@ -21,7 +21,7 @@ from resolver.lake import KEY_PROPERTY, history_path
 from resolver.lake_tables import lake_tables
 from resolver.maintenance import optimize, vacuum
 from resolver.timetravel import as_of
-from tests.test_timetravel import COMMITS, MOVE, TABLES, sample_lake
+from tests.samplelake import COMMITS, MOVE, TABLES, sample_lake
 
 pytestmark = pytest.mark.spark
 

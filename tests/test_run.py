@@ -25,6 +25,7 @@ from resolver.lock import LakeBusy, lock_path
 from resolver.run import ledger_path
 from tests import difftest as d
 from tests.pgharness import PgDatabase, PgServer, write_lines
+from tests.pipelines import failing_orders_pipeline, pipeline_file
 
 pytestmark = [pytest.mark.spark, pytest.mark.postgres]
 
@@ -35,19 +36,6 @@ FILES = 9
 #: which progress line each round's first run is killed at: before reading, in the middle of the silver
 #: tables, and after the batch was applied but before the ledger recorded it
 KILL_AT = ("file(s) (", "done (1)", "new, ")
-
-
-def _pipeline(folder: Path, max_files_per_batch: int = 2, **extra: str) -> Path:
-    lines = [
-        "source: {path: landing/, format: wal2json-v2}",
-        "lake: lake/",
-        f"max_files_per_batch: {max_files_per_batch}",
-        *[f"{k}: {v}" for k, v in extra.items()],
-    ]
-    path = folder / "pipeline.yaml"
-    path.write_text("\n".join(lines) + "\n")
-    (folder / "landing").mkdir(exist_ok=True)
-    return path
 
 
 def _kill_at(pipeline: Path, marker: str) -> str:
@@ -83,7 +71,7 @@ def test_a_growing_landing_folder_with_killed_runs_equals_postgresql(
     for frame in cap.frames[2]:
         n += len(frame.lines)
         ends[frame.lsn] = n  # lines up to this transaction's commit
-    pipeline = _pipeline(tmp_path, max_files_per_batch=3)
+    pipeline = pipeline_file(tmp_path, max_files_per_batch=3)
     lake = tmp_path / "lake"
     tables = d.tables_for(2)
     rounds = [4, 7, FILES]  # the first run makes two batches; the others, one each
@@ -112,7 +100,7 @@ def test_a_growing_landing_folder_with_killed_runs_equals_postgresql(
 
 
 def test_two_runs_at_once(spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    pipeline = _pipeline(tmp_path)
+    pipeline = pipeline_file(tmp_path)
     for name in ("0001.json", "0002.json"):
         (tmp_path / "landing" / name).write_bytes(
             (ROOT / "samples" / "wal2json-v2" / "0001.json").read_bytes()
@@ -141,18 +129,6 @@ def test_two_runs_at_once(spark: SparkSession, tmp_path: Path, capsys: pytest.Ca
     assert snap.count() == 3  # the same events twice (two files): applied once
     ledger = spark.read.format("delta").load(ledger_path(lake))
     assert ledger.count() == 2
-
-
-def failing_orders_pipeline(folder: Path) -> Path:
-    """A pipeline over the sample stream whose schema file fails public.orders (a column it does not list,
-    with ``unknown_columns: fail``); ``schemas/public.orders.yaml`` is the file to remove to fix it."""
-    schemas = folder / "schemas"
-    schemas.mkdir()
-    strict = "table: public.orders\nunknown_columns: fail\ncolumns:\n  - {name: customer_id}\n"
-    (schemas / "public.orders.yaml").write_text(strict)
-    pipeline = _pipeline(folder, schemas="schemas/")
-    (folder / "landing" / "0001.json").write_bytes((ROOT / "samples/wal2json-v2/0001.json").read_bytes())
-    return pipeline
 
 
 def test_a_failing_table_does_not_stop_the_others(spark: SparkSession, tmp_path: Path) -> None:
@@ -191,7 +167,7 @@ def test_per_table_settings(spark: SparkSession, pg_db: PgDatabase, tmp_path: Pa
     for step in steps:
         pg_db.execute(step)
     write_lines(tmp_path / "landing" / "0001.json", pg_db.capture("s", 2, consume=True))
-    pipeline = _pipeline(
+    pipeline = pipeline_file(
         tmp_path,
         tables="{public.t: {track_history: [status], cluster_by_key: true}, public.h: {outputs: [history]}, "
         "public.s: {outputs: [snapshot]}}",

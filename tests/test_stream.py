@@ -22,9 +22,9 @@ from resolver.run import ledger_path
 from resolver.stream import checkpoint_path, run_stream
 from tests import difftest as d
 from tests.pgharness import PgServer, write_lines
+from tests.pipelines import failing_orders_pipeline
 from tests.processes import Resolver
 from tests.samplelake import sample_lake_problems
-from tests.test_run import failing_orders_pipeline
 
 pytestmark = [pytest.mark.spark, pytest.mark.postgres]
 

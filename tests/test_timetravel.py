@@ -3,7 +3,6 @@ plain-Python replay of the sample's events up to each point."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -15,50 +14,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from resolver import ingest
 from resolver.errors import ConfigError
 from resolver.lake import snapshot_path
-from resolver.models import Format
 from resolver.timetravel import as_of, point
-from resolver.wal2json import Event, format_lsn, read_lines
+from resolver.wal2json import format_lsn
+from tests.samplelake import COMMITS, MOVE, TABLES, sample_events, sample_lake
 
 pytestmark = pytest.mark.spark
-
-SAMPLE = Path(__file__).resolve().parents[1] / "samples/wal2json-v2/0001.json"
-TABLES = ("public.audit_log", "public.customers", "public.orders")
-
-
-@functools.cache
-def sample_events() -> list[dict[str, Any]]:
-    """The sample's change events, in commit order."""
-    with SAMPLE.open("rb") as f:
-        events = [e.row for e in read_lines(f, SAMPLE.name, Format.WAL2JSON_V2) if isinstance(e, Event)]
-    return sorted(events, key=lambda e: (e["commit_lsn"], e["position"]))
-
-
-COMMITS = sorted({(e["commit_lsn"], e["commit_time"]) for e in sample_events()})
-"""(commit LSN, commit time) of every transaction of the sample that changed a row."""
-MOVE = next(
-    e["commit_lsn"]
-    for e in sample_events()
-    if e["operation"] == "update" and e.get("old_key_values") == ["2"]
-)
-"""The commit that moved customer 2 to 20 (and its order (2, 1) to (20, 1))."""
-
-
-@functools.cache
-def sample_lake(spark: SparkSession, base: Path) -> Path:
-    """The sample ingested in two batches (its first eight transactions, then the rest), built once per test
-    session and shared by the time-travel and maintenance tests (which work on a copy)."""
-    lines = SAMPLE.read_bytes().splitlines(keepends=True)
-    commits = [i for i, line in enumerate(lines) if b'"action":"C"' in line]
-    cut = commits[7] + 1
-    lake = base / "sample-lake"
-    for n, part in enumerate((lines[:cut], lines[cut:]), 1):
-        batch = base / f"batch-{n}.json"
-        batch.write_bytes(b"".join(part))
-        ingest(spark, [str(batch)], str(lake), "wal2json-v2")
-    return lake
 
 
 @pytest.fixture(scope="module")
