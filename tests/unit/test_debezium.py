@@ -15,7 +15,7 @@ from resolver.debezium_values import DEFAULT_PLACEHOLDER
 from resolver.models import Format
 from resolver.wal2json import Count, Event, Quarantined, detect_format, read_lines
 
-VECTORS = Path(__file__).resolve().parent / "vectors" / "debezium"
+VECTORS = Path(__file__).resolve().parents[1] / "vectors" / "debezium"
 
 
 def _read(lines: list[bytes]) -> list[Any]:

@@ -44,7 +44,7 @@ from resolver.read import _parse_files
 from resolver.wal2json import Count, Event, Fragment, Quarantined, detect_format, read_lines
 
 V1, V2 = Format.WAL2JSON_V1, Format.WAL2JSON_V2
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 INDEX = ROOT.parent / "shared/reference/wal2json_vectors/index.json"
 STREAMS = int(os.environ.get("FUZZ_STREAMS", "3000"))
 SEED = int(os.environ.get("FUZZ_SEED", "14"))
@@ -329,7 +329,7 @@ def test_no_mutated_stream_raises_or_loses_a_line(tmp_path: Path) -> None:
             raise AssertionError(
                 f"stream {i} of FUZZ_SEED={SEED} ({', '.join(done)}; read as {fmt.value}; bytes in {kept}): "
                 + "; ".join(problems[:5])
-                + f"\nreproduce: FUZZ_SEED={SEED} FUZZ_STREAMS={i + 1} pytest tests/test_fuzz.py"
+                + f"\nreproduce: FUZZ_SEED={SEED} FUZZ_STREAMS={i + 1} pytest tests/unit/test_fuzz.py"
             )
 
 

@@ -29,9 +29,9 @@ from pathlib import Path
 import fastjsonschema  # noqa: E402  (a core dependency: never skipped)
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = REPO_ROOT / "schemas" / "wal2json"
-INDEX_JSON = Path(__file__).resolve().parents[2] / "shared/reference/wal2json_vectors/index.json"
+INDEX_JSON = Path(__file__).resolve().parents[3] / "shared/reference/wal2json_vectors/index.json"
 
 
 def _compile(name: str):

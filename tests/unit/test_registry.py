@@ -11,7 +11,7 @@ from resolver.errors import ConfigError
 from resolver.registry import check_schemas, infer_schemas, render
 from resolver.tableschema import load_schemas
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 
 
 def test_infer_writes_columns_types_and_keys_from_the_stream() -> None:
@@ -99,7 +99,7 @@ def test_check_names_the_file_the_path_and_a_close_match(tmp_path: Path) -> None
 
 
 def test_infer_reads_debezium_records_detected_from_the_file(tmp_path: Path) -> None:
-    vectors = Path(__file__).resolve().parent / "vectors" / "debezium"
+    vectors = Path(__file__).resolve().parents[1] / "vectors" / "debezium"
     out = tmp_path / "schemas"
     assert main(["schemas", "infer", str(vectors / "envelope.jsonl"), "--out", str(out)]) == 0
     schemas = load_schemas(out)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "resolver"
+PACKAGE = Path(__file__).resolve().parents[2] / "resolver"
 
 PURE = [
     "resolver.wal2json",

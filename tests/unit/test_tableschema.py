@@ -122,7 +122,7 @@ def test_type_mapping(pg: str, spark: str) -> None:
 
 
 def test_every_type_name_in_the_vectors_maps_to_a_valid_spark_type() -> None:
-    index = Path(__file__).resolve().parents[2] / "shared/reference/wal2json_vectors/index.json"
+    index = Path(__file__).resolve().parents[3] / "shared/reference/wal2json_vectors/index.json"
     names = set()
     for vector in json.loads(index.read_text("utf-8")):
         for output in vector["outputs"]:

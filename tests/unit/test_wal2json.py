@@ -30,7 +30,7 @@ from resolver.wal2json import (
     read_lines,
 )
 
-INDEX = Path(__file__).resolve().parents[2] / "shared/reference/wal2json_vectors/index.json"
+INDEX = Path(__file__).resolve().parents[3] / "shared/reference/wal2json_vectors/index.json"
 V1, V2 = Format.WAL2JSON_V1, Format.WAL2JSON_V2
 
 
@@ -396,7 +396,7 @@ def test_an_unforeseen_failure_on_one_record_quarantines_it_with_the_exception_n
 
 
 # --- which format (issue 14, item 4) ------------------------------------------------------------------------
-SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 
 
 @pytest.mark.parametrize(
