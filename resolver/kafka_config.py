@@ -20,9 +20,10 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from resolver.errors import ConfigError
 from resolver.models import ResolverModel
 
-__all__ = ["KAFKA_PACKAGE", "KafkaSource", "kafka_package"]
+__all__ = ["KafkaSource", "kafka_package", "local_kafka_package"]
 
 
 def kafka_package(spark_version: str) -> str:
@@ -34,8 +35,19 @@ def kafka_package(spark_version: str) -> str:
     return f"org.apache.spark:spark-sql-kafka-0-10_2.13:{major}.{minor}.0"
 
 
-#: the Kafka source for the Spark line this project supports (pyproject: pyspark >= 4.0.1, < 4.1)
-KAFKA_PACKAGE = kafka_package("4.0")
+def local_kafka_package() -> str:
+    """Spark's Kafka source for the pyspark installed here (what ``local_session`` runs): its line's
+    ``kafka_package``. Read from the installed package's metadata, without importing Spark."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return kafka_package(version("pyspark"))
+    except PackageNotFoundError:
+        raise ConfigError(
+            "pyspark is not installed: expected it for a local session with Spark's Kafka source "
+            "(pip install 'pg-change-resolver[spark]')"
+        ) from None
+
 
 #: options of Spark's Kafka source that are fields of ``KafkaSource`` (set there, not in ``options``)
 _OWN_OPTIONS = {

@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 from resolver.debezium_record import NEW_KEY, OLD_KEY
 from resolver.errors import ConfigError
 from resolver.hadoop_files import source_listing
-from resolver.kafka_config import KAFKA_PACKAGE, KafkaSource
+from resolver.kafka_config import KafkaSource, kafka_package
 from resolver.models import Format
 from resolver.paths import is_uri
 
@@ -50,7 +50,8 @@ def kafka_records(spark: SparkSession, source: KafkaSource) -> DataFrame:
             raise
         raise ConfigError(
             "Spark's Kafka source is not on this session's class path (expected the package "
-            f"{KAFKA_PACKAGE}: resolver run adds it; for your own session, spark.jars.packages)"
+            f"{kafka_package(spark.version)}: resolver run adds it; for your own session, "
+            "spark.jars.packages)"
         ) from None
 
 

@@ -79,9 +79,9 @@ def run(args: argparse.Namespace) -> int:
         load_schemas(pipeline.schemas)
     kafka = pipeline.source.kafka is not None
     if kafka:
-        from resolver.kafka_config import KAFKA_PACKAGE
+        from resolver.kafka_config import local_kafka_package
 
-        spark = session(args, extra_packages=[KAFKA_PACKAGE])
+        spark = session(args, extra_packages=[local_kafka_package()])
     else:
         spark = session(args)
     if args.stream or kafka:

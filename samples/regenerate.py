@@ -1,6 +1,6 @@
 """Regenerate the quickstart sample captures:  python samples/regenerate.py
 
-Starts a throw-away PostgreSQL + wal2json server (tests/pgharness.py), creates the database ``quickstart``,
+Starts a throw-away PostgreSQL + wal2json server (tests/harness/postgres.py), creates the database ``quickstart``,
 runs samples/schema.sql, creates the logical slot ``quickstart`` (plugin wal2json), runs
 samples/workload.sql and peeks the slot twice with the harness defaults (include-xids, include-timestamp,
 include-lsn, include-pk, include-types = 1; format 2 also include-transaction=1; decoding session with
@@ -34,7 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.pgharness import PgDatabase, PgServer, write_lines  # noqa: E402
+from tests.harness.postgres import PgDatabase, PgServer, write_lines  # noqa: E402
 
 SAMPLES = ROOT / "samples"
 DATABASE = "quickstart"

@@ -1,55 +1,47 @@
-"""Shared fixtures: one SparkSession with Delta for the whole run, and a real PostgreSQL + wal2json."""
+"""Shared fixtures: one SparkSession with Delta for the run, and the servers of tests/harness/fixtures.py."""
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
-from tests.conftest_kafka import kafka_broker  # noqa: F401  (re-exported fixture)
-from tests.conftest_pg import pg_db, pg_server  # noqa: F401  (re-exported fixtures)
+from tests.harness.fixtures import captures, kafka_broker, pg_db, pg_server, s3_server  # noqa: F401  (fixtures)
 
-#: The slow tier: whole modules and single tests that build many lakes or replay real PostgreSQL workloads
-#: (together about three quarters of the suite's time). ``python -m pytest -m "not slow"`` leaves them out
-#: for a quick check while developing; CI runs everything. Measured on the 2-core development machine.
-SLOW = (
-    "tests/test_bench.py",
-    "tests/test_crash.py",
-    "tests/test_debezium_differential.py",
-    "tests/test_differential.py",
-    "tests/test_evolution_differential.py",
-    "tests/test_ingest.py",
-    "tests/test_kafka_stream.py",
-    "tests/test_maintenance.py",
-    "tests/test_names_pg.py",
-    "tests/test_readme.py",
-    "tests/test_resolve_properties.py",
-    "tests/test_run.py",
-    "tests/test_vectors_evolution.py",
-    "tests/test_cli.py::test_ingest_detects_the_format",
-    "tests/test_cli.py::test_run_detects_a_format_2_stream_and_reads_the_neighbours_of_each_batch",
-    "tests/test_silver_pg.py::test_a_thousand_key_changes_resolve_in_logarithmic_rounds",
-)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if item.nodeid.startswith(SLOW):
-            item.add_marker(pytest.mark.slow)
+#: The tiers are folders: tests/unit (no JVM, no server: seconds), tests/spark (the one Spark session of the
+#: run, no server, no child process), tests/e2e (real PostgreSQL + wal2json, Debezium, Kafka and S3 servers,
+#: and ``resolver`` commands in child processes). The harnesses that start the servers and children are in
+#: tests/harness; the workloads and checks the modules share are tests/difftest.py, tests/reference.py,
+#: tests/samplelake.py and tests/pipelines.py. No test module imports another.
 
 
 #: The tests' session interprets expressions instead of compiling them to Java. On test-sized data (a few
 #: hundred rows) compiling each new query's code costs more than running it: the same seed000 batches took
-#: about 18% less time this way. These are the modes Spark's own test suites run in; the product's sessions
-#: (``local_session``, and every test that runs the ``resolver`` command in a child process) keep compiling,
-#: so both paths are exercised.
+#: about 18% less time this way. These are the modes Spark's own test suites run in.
 _INTERPRETED = {
     "spark__sql__codegen__wholeStage": "false",
     "spark__sql__codegen__factoryMode": "NO_CODEGEN",
 }
+
+
+def _child_spark_defaults() -> str:
+    """A Spark configuration folder whose ``spark-defaults.conf`` makes every ``resolver`` command the tests
+    run in a child process interpret expressions too (``SPARK_CONF_DIR``, which Spark's launcher reads for
+    every driver it starts): the sample stream's ingest in a child took 0.87x the wall time (median of 3
+    runs, side by side). The README's quickstart (tests/spark/test_readme.py, and CI's first phase) runs
+    without it, compiled as a user's run is."""
+    folder = tempfile.mkdtemp(prefix="resolver-test-spark-conf-")
+    atexit.register(shutil.rmtree, folder, True)
+    lines = [f"{k.replace('__', '.')} {v}" for k, v in _INTERPRETED.items()]
+    Path(folder, "spark-defaults.conf").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return folder
 
 
 #: Every Spark driver JVM the tests start (their session, and each ``resolver`` command they run in a child
@@ -57,21 +49,23 @@ _INTERPRETED = {
 #: Test batches are tiny: C2's optimised code never pays back the CPU it takes to make on 2 cores (C2 alone
 #: took a third of a measured ingest's CPU), and one GC thread leaves the cores to Spark's tasks. Spark's
 #: launcher adds SPARK_SUBMIT_OPTS to the driver's command line. ``RESOLVER_TEST_JIT=full`` keeps the JVM's
-#: defaults (for comparing); the product's own sessions never set these.
+#: defaults and compiled expressions in child processes (for comparing); the product's own sessions never
+#: set these.
 if os.environ.get("RESOLVER_TEST_JIT") != "full":
     os.environ.setdefault(
         "SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:+UseSerialGC"
     )
+    os.environ.setdefault("SPARK_CONF_DIR", _child_spark_defaults())
 
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    from resolver.kafka_config import KAFKA_PACKAGE
+    from resolver.kafka_config import local_kafka_package
     from resolver.session import local_session
 
     session = local_session(
         "resolver-tests",
-        packages=[KAFKA_PACKAGE],  # Spark's Kafka source, for tests/test_kafka_stream.py
+        packages=[local_kafka_package()],  # Spark's Kafka source, for tests/e2e/test_kafka_stream.py
         spark__sql__shuffle__partitions="2",
         spark__default__parallelism="2",
         spark__driver__memory="4g",

@@ -1,4 +1,4 @@
-"""Differential testing against real PostgreSQL: helpers for tests/test_differential.py.
+"""Differential testing against real PostgreSQL: helpers for tests/e2e/test_differential.py.
 
 A seeded random workload runs on a real PostgreSQL 15, one transaction at a time; after each commit the
 state of every table is recorded. wal2json decodes the workload (format 1 and 2); the stream is split into
@@ -30,7 +30,7 @@ from typing import Any
 from resolver.models import Format
 from resolver.pgtypes import spark_type
 from resolver.wal2json import Event, format_lsn, parse_lsn, read_lines
-from tests.pgharness import SESSION_SETTINGS, PgDatabase, PgServer, write_lines
+from tests.harness.postgres import SESSION_SETTINGS, PgDatabase, write_lines
 
 MAX_LSN = 2**63 - 1
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -1297,14 +1297,42 @@ def capture_workload(db: PgDatabase, seed: int, count: int) -> Capture:
     return Capture(seed, txns, commits, lines, frames, timeline, events, untyped)
 
 
-def landed_files(
-    pg_server: PgServer, name: str, seed: int, transactions: int, count: int
-) -> tuple[Capture, list[list[str]]]:
-    """The seed's workload run on a database of its own (dropped after), and its format-2 capture cut into
-    ``count`` files as a shipper would land them (``cut_into_files``)."""
-    db = pg_server.create_database(name)
-    try:
-        cap = capture_workload(db, seed, transactions)
-    finally:
-        pg_server.drop_database(name)
-    return cap, cut_into_files(cap.lines[2], count, random.Random(seed))
+#: The workload the run, crash, stream and S3 tests replay: one capture per session (the ``captures``
+#: fixture of tests/harness/fixtures.py), each test cutting it into files of its own.
+REPLAY_SEED, REPLAY_TRANSACTIONS = 23, 36
+#: The tables the tests that kill or stop child ``resolver`` processes keep (their pipelines' ``include``):
+#: a composite key changed in chains, with a TOASTed column left out of updates (accounts), and truncates
+#: (scratch). Every type and table shape is the differential test's; these tests are about runs cut short,
+#: and each table costs a batch in a cold child JVM its own ~24 Spark jobs. ``replay_cases`` guards that the
+#: replayed workload still holds these cases for them.
+KILL_TABLES: tuple[Table, ...] = (BY_NAME["accounts"], BY_NAME["scratch"])
+
+
+def landed_files(cap: Capture, count: int) -> list[list[str]]:
+    """The capture's format-2 lines cut into ``count`` files as a shipper would land them
+    (``cut_into_files``, inside transactions too)."""
+    return cut_into_files(cap.lines[2], count, random.Random(cap.seed))
+
+
+def moves_key(e: dict[str, Any]) -> bool:
+    """Is the reader event an update that changes its row's primary key?"""
+    if e["operation"] != "update" or not e.get("primary_key") or not e.get("old_key_names"):
+        return False
+    old = dict(zip(e["old_key_names"], e["old_key_values"], strict=True))
+    new = dict(zip(e["column_names"], e["column_values"], strict=True))
+    return any(old[c] != new[c] for c in e["primary_key"])
+
+
+def replay_cases(cap: Capture, tables: Sequence[Table]) -> dict[str, int]:
+    """How many primary-key changes, updates leaving a TOASTed column out, and truncates the capture's
+    format-2 events hold for ``tables``."""
+    names = {t.qualified: t for t in tables}
+    events = [e for e in cap.events[2] if e["table"] in names]
+    return {
+        "primary-key changes": sum(moves_key(e) for e in events),
+        "updates leaving a TOASTed column out": sum(
+            e["operation"] == "update" and bool(set(names[e["table"]].toast) - set(e["column_names"]))
+            for e in events
+        ),
+        "truncates": sum(e["operation"] == "truncate" for e in events),
+    }

@@ -1,0 +1,48 @@
+"""The pool of table threads (``resolver.parallelism``, ``spark.resolver.parallelTables``): the sample
+stream's three tables applied one at a time give the lake PostgreSQL had, and a bad setting fails before
+anything is written, with one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from resolver import ingest
+from resolver.cli import main
+from resolver.errors import ConfigError
+from resolver.parallelism import PARALLEL_TABLES_SETTING
+from tests.samplelake import sample_lake_problems
+
+pytestmark = pytest.mark.spark
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_tables_applied_one_at_a_time_give_postgresql_s_tables(spark: SparkSession, tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    spark.conf.set(PARALLEL_TABLES_SETTING, "1")
+    try:
+        assert main(["ingest", str(ROOT / "samples/wal2json-v2"), "--lake", str(lake)]) == 0
+    finally:
+        spark.conf.unset(PARALLEL_TABLES_SETTING)
+    assert sample_lake_problems(lake) == 0
+
+
+@pytest.mark.parametrize("value", ["0", "four", "-2"])
+def test_a_bad_parallel_tables_setting_fails_with_one_line_before_anything_is_written(
+    spark: SparkSession, tmp_path: Path, value: str
+) -> None:
+    lake = tmp_path / "lake"
+    spark.conf.set(PARALLEL_TABLES_SETTING, value)
+    try:
+        with pytest.raises(ConfigError) as e:
+            ingest(spark, [str(ROOT / "samples/wal2json-v2/0001.json")], str(lake), "wal2json-v2")
+    finally:
+        spark.conf.unset(PARALLEL_TABLES_SETTING)
+    assert (
+        str(e.value)
+        == f"{PARALLEL_TABLES_SETTING} is {value!r}; expected a whole number of tables, 1 or more"
+    )
+    assert not lake.exists() or not any(lake.rglob("_delta_log"))
