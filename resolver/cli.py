@@ -155,9 +155,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command != "schemas" or getattr(args, "lake", None):  # these run Spark
-            from resolver.runtime import ARROW_PACKAGES, SPARK_PACKAGES, check_runtime
+            from resolver.runtime import check_local_spark
 
-            check_runtime(SPARK_PACKAGES + ARROW_PACKAGES)
+            check_local_spark()
         return handlers[args.command](args)
     except LakeBusy as e:
         print(f"resolver: busy: {e}", file=sys.stderr)

@@ -16,7 +16,15 @@ from dataclasses import dataclass
 
 from resolver.errors import ConfigError
 
-__all__ = ["ARROW_PACKAGES", "SPARK_PACKAGES", "Requirement", "check_runtime"]
+__all__ = [
+    "ARROW_PACKAGES",
+    "DELTA_SPARK_LINES",
+    "SPARK_PACKAGES",
+    "Requirement",
+    "check_local_spark",
+    "check_runtime",
+    "check_spark_pair",
+]
 
 
 @dataclass(frozen=True)
@@ -37,11 +45,23 @@ ARROW_PACKAGES = (
     Requirement("pyarrow", "pyarrow", (11, 0), why="the reader runs as Spark's mapInArrow"),
     Requirement("pandas", "pandas", (2, 0), why="PySpark's Arrow path requires it"),
 )
-# What local_session needs besides: Spark and Delta in a compatible pair.
+# What local_session needs besides: Spark and Delta, each in the range the resolver is tested on, and in a
+# pair that works (DELTA_SPARK_LINES).
 SPARK_PACKAGES = (
-    Requirement("pyspark", "pyspark", (4, 0, 1), (4, 1), why="Spark"),
-    Requirement("delta", "delta-spark", (4, 0, 1), (4, 1), why="Delta Lake for Spark"),
+    Requirement("pyspark", "pyspark", (4, 0, 1), (4, 3), why="Spark"),
+    Requirement("delta", "delta-spark", (4, 0, 1), (4, 5), why="Delta Lake for Spark"),
 )
+#: Each Delta line and the Spark lines it is built for: the Maven artifacts it publishes
+#: (``io.delta:delta-spark_<Spark line>_2.13`` from 4.1 on, ``delta-spark_2.13`` for Spark 4.0 before) and
+#: the pyspark its pip package declares (4.2 and 4.3: ``pyspark<=4.1.1``; 4.4: ``pyspark<=4.2.0``).
+#: ``configure_spark_with_delta_pip`` asks Maven for the artifact of the installed Spark's line.
+DELTA_SPARK_LINES: dict[tuple[int, int], tuple[tuple[int, int], ...]] = {
+    (4, 0): ((4, 0),),
+    (4, 1): ((4, 0), (4, 1)),
+    (4, 2): ((4, 0), (4, 1)),
+    (4, 3): ((4, 0), (4, 1)),
+    (4, 4): ((4, 0), (4, 1), (4, 2)),
+}
 
 
 def _version(module: str, package: str) -> tuple[int, ...] | None:
@@ -86,3 +106,42 @@ def check_runtime(requirements: tuple[Requirement, ...] = ARROW_PACKAGES) -> Non
                 f'pip install "{req.package}{req.spec()}", or install pg-change-resolver[spark] for a local '
                 "Spark"
             )
+
+
+def _line(version: tuple[int, ...]) -> str:
+    return ".".join(map(str, version[:2]))
+
+
+def check_spark_pair(spark: tuple[int, ...], delta: tuple[int, ...]) -> None:
+    """Raise ``ConfigError`` (one line) unless Delta ``delta`` is built for Spark ``spark``'s line
+    (``DELTA_SPARK_LINES``), naming the Delta line to install for that Spark.
+
+    Example::
+
+        check_spark_pair((4, 2, 0), (4, 4, 0))   # silent: Delta 4.4 is built for Spark 4.2
+    """
+    if spark[:2] in DELTA_SPARK_LINES.get(delta[:2], ()):
+        return
+    found = f"delta-spark {'.'.join(map(str, delta))} is installed with pyspark {'.'.join(map(str, spark))}"
+    fitting = [d for d, lines in DELTA_SPARK_LINES.items() if spark[:2] in lines]
+    if not fitting:
+        spark_lines = sorted({line for lines in DELTA_SPARK_LINES.values() for line in lines})
+        raise ConfigError(
+            f"{found}: no delta-spark is built for Spark {_line(spark)}; expected pyspark "
+            f"{_line(spark_lines[0])}–{_line(spark_lines[-1])}"
+        )
+    major, minor = max(fitting)
+    raise ConfigError(
+        f"{found}, but Delta {_line(delta)} is not built for Spark {_line(spark)}: expected delta-spark "
+        f'{major}.{minor}.x for it (pip install "delta-spark>={major}.{minor},<{major}.{minor + 1}")'
+    )
+
+
+def check_local_spark() -> None:
+    """What a local session (``resolver.local_session``, the ``resolver`` command) needs: the Arrow
+    packages, pyspark and delta-spark in range, and a pair that works. Raises ``ConfigError`` (one line)."""
+    check_runtime(SPARK_PACKAGES + ARROW_PACKAGES)
+    spark = _version("pyspark", "pyspark")
+    delta = _version("delta", "delta-spark")
+    assert spark is not None and delta is not None  # check_runtime said so
+    check_spark_pair(spark, delta)

@@ -57,9 +57,9 @@ def local_session(
         spark = local_session()   # e.g. local_session(master="local[8]", spark__driver__memory="8g")
         print(spark.conf.get("spark.sql.session.timeZone"))   # UTC
     """
-    from resolver.runtime import ARROW_PACKAGES, SPARK_PACKAGES, check_runtime
+    from resolver.runtime import check_local_spark
 
-    check_runtime(SPARK_PACKAGES + ARROW_PACKAGES)  # one clear line instead of an import error in a task
+    check_local_spark()  # one clear line instead of an import error in a task or a missing Maven artifact
     from delta import configure_spark_with_delta_pip
     from pyspark.sql import SparkSession
 

@@ -16,10 +16,11 @@ from pyspark.sql import SparkSession
 from tests.harness.fixtures import captures, kafka_broker, pg_db, pg_server, s3_server  # noqa: F401  (fixtures)
 
 #: The tiers are folders: tests/unit (no JVM, no server: seconds), tests/spark (the one Spark session of the
-#: run, no server, no child process), tests/e2e (real PostgreSQL + wal2json, Debezium, Kafka and S3 servers,
-#: and ``resolver`` commands in child processes). The harnesses that start the servers and children are in
-#: tests/harness; the workloads and checks the modules share are tests/difftest.py, tests/reference.py,
-#: tests/samplelake.py and tests/pipelines.py. No test module imports another.
+#: run; no server, no child process), tests/e2e (real PostgreSQL + wal2json, Debezium, Kafka and S3 servers,
+#: ``resolver`` commands in child processes, the README's and docstrings' examples, the bench's checks and
+#: the property campaigns). The harnesses that start the servers and children are in tests/harness; the
+#: workloads and checks the modules share are tests/difftest.py, tests/reference.py, tests/samplelake.py and
+#: tests/pipelines.py. No test module imports another.
 
 
 #: The tests' session interprets expressions instead of compiling them to Java. On test-sized data (a few
@@ -35,7 +36,7 @@ def _child_spark_defaults() -> str:
     """A Spark configuration folder whose ``spark-defaults.conf`` makes every ``resolver`` command the tests
     run in a child process interpret expressions too (``SPARK_CONF_DIR``, which Spark's launcher reads for
     every driver it starts): the sample stream's ingest in a child took 0.87x the wall time (median of 3
-    runs, side by side). The README's quickstart (tests/spark/test_readme.py, and CI's first phase) runs
+    runs, side by side). The README's quickstart (tests/e2e/test_readme.py, and CI's first phase) runs
     without it, compiled as a user's run is."""
     folder = tempfile.mkdtemp(prefix="resolver-test-spark-conf-")
     atexit.register(shutil.rmtree, folder, True)

@@ -8,7 +8,7 @@ REPLICA IDENTITY FULL images, duplicates), cut into random batches:
 * any split into batches, applied in any order, gives exactly the same rows (technical columns included).
 
 The first tests check the reference itself against hand-computed expectations (milliseconds, no Spark).
-``RESOLVER_PROPERTY_EXAMPLES=200 python -m pytest tests/spark/test_resolve_properties.py`` runs a long
+``RESOLVER_PROPERTY_EXAMPLES=200 python -m pytest tests/e2e/test_resolve_properties.py`` runs a long
 campaign.
 """
 
