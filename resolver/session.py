@@ -11,6 +11,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from resolver.errors import ConfigError
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -72,6 +74,17 @@ def local_session(
     settings.update({k.replace("__", "."): v for k, v in conf.items()})
     for key, value in settings.items():
         builder = builder.config(key, value)
-    session = configure_spark_with_delta_pip(builder, list(packages)).getOrCreate()
+    builder = configure_spark_with_delta_pip(builder, list(packages))
+    try:
+        session = builder.getOrCreate()
+    except Exception as e:  # noqa: BLE001  # PySparkRuntimeError: the launcher's own lines are above
+        if "JAVA_GATEWAY_EXITED" not in str(e):
+            raise
+        asked = builder._options.get("spark.jars.packages", "")  # noqa: SLF001  # what the launcher fetched
+        raise ConfigError(
+            "Spark's launcher ended before the session started (its messages are above): expected Java 17 "
+            f"and the packages {asked} on Maven Central or in the Ivy cache; a delta-spark whose jars are "
+            "not published for this Spark fails here (the supported pairs: README, Install on a cluster)"
+        ) from None
     session.sparkContext.setLogLevel("ERROR")
     return session
