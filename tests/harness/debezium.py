@@ -31,11 +31,11 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from tests.harness.javabuild import cache_folder, cached_build, classpath_of, file_tail, stop_process
 from tests.harness.postgres import PgDatabase
+from tests.harness.service import Service
 
 DEBEZIUM_VERSION = "3.6.1.Final"
 SOURCES = Path(__file__).resolve().parent / "java" / "debezium"
@@ -84,7 +84,7 @@ def _conninfo(dsn: str) -> dict[str, str]:
     return {k: str(v) for k, v in conninfo_to_dict(dsn).items() if v is not None}
 
 
-class DebeziumCapture:
+class DebeziumCapture(Service):
     """One running Debezium capture of some tables of one database into the JSON-lines file ``out``.
 
     ``tables`` are ``schema.table`` names (matched literally); ``schemas`` is the JsonConverter's
@@ -169,15 +169,6 @@ class DebeziumCapture:
             "header.converter.schemas.enable": schemas,
         }
         return props | self.extra
-
-    def __enter__(self) -> DebeziumCapture:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     def start(self, timeout: float = 120.0) -> None:
         """Create the marker table, start the program and wait until its replication slot is active."""

@@ -31,7 +31,6 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
 from tests.harness.javabuild import (
     cache_folder,
@@ -42,6 +41,7 @@ from tests.harness.javabuild import (
     stop_process,
 )
 from tests.harness.postgres import free_port
+from tests.harness.service import Service
 
 KAFKA_VERSION = "4.3.0"
 SOURCES = Path(__file__).resolve().parent / "java" / "kafka"
@@ -96,7 +96,7 @@ def _unb64(text: str) -> bytes | None:
     return None if text == "-" else base64.b64decode(text)
 
 
-class KafkaBroker:
+class KafkaBroker(Service):
     """One Kafka broker and KRaft controller in one JVM, in a temporary folder, on loopback ports.
 
     ``heap`` is the JVM's ``-Xmx``; ``extra`` adds or overrides server properties. ``bootstrap`` is
@@ -156,15 +156,6 @@ class KafkaBroker:
             "num.recovery.threads.per.data.dir": "1",
         }
         return props | self.extra
-
-    def __enter__(self) -> KafkaBroker:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     def start(self, timeout: float = 60.0) -> None:
         """Format a new storage folder, start the broker and wait until it creates ``READY_TOPIC``. A port

@@ -21,8 +21,9 @@ import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
+
+from tests.harness.service import Service
 
 if TYPE_CHECKING:
     import psycopg
@@ -191,7 +192,7 @@ class PgDatabase:
         return [str(row[0]) for row in rows]
 
 
-class PgServer(PgDatabase):
+class PgServer(PgDatabase, Service):
     """A private PostgreSQL cluster; as a PgDatabase it stands for its database ``postgres``."""
 
     def __init__(self, bindir: str | os.PathLike[str] | None = None) -> None:
@@ -202,15 +203,6 @@ class PgServer(PgDatabase):
         self.data = self.log = Path("/nonexistent")  # data directory and server log, set by start()
         self.start_seconds = self.stop_seconds = 0.0
         self._as_postgres = os.geteuid() == 0
-
-    def __enter__(self) -> PgServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     @property
     def dsn(self) -> str:

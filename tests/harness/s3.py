@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.harness.service import Service
+
 
 def hadoop_aws_package() -> str:
     """The Hadoop S3 connector of the installed Spark's own Hadoop (3.4.1 for Spark 4.0, 3.5.0 for 4.2): what
@@ -63,7 +65,7 @@ class Bucket:
                 self.client.download_file(self.name, obj["Key"], str(target))
 
 
-class S3Server:
+class S3Server(Service):
     """moto's S3 server in a child process; ``start`` waits until it answers, ``stop`` ends it."""
 
     def __init__(self, log: Path) -> None:
