@@ -108,6 +108,12 @@ def check_runtime(requirements: tuple[Requirement, ...] = ARROW_PACKAGES) -> Non
             )
 
 
+def _pair(version: tuple[int, ...]) -> tuple[int, int]:
+    """A version's release line: (major, minor)."""
+    padded = (*version, 0, 0)
+    return padded[0], padded[1]
+
+
 def _line(version: tuple[int, ...]) -> str:
     return ".".join(map(str, version[:2]))
 
@@ -120,10 +126,11 @@ def check_spark_pair(spark: tuple[int, ...], delta: tuple[int, ...]) -> None:
 
         check_spark_pair((4, 2, 0), (4, 4, 0))   # silent: Delta 4.4 is built for Spark 4.2
     """
-    if spark[:2] in DELTA_SPARK_LINES.get(delta[:2], ()):
+    spark_line, delta_line = _pair(spark), _pair(delta)
+    if spark_line in DELTA_SPARK_LINES.get(delta_line, ()):
         return
     found = f"delta-spark {'.'.join(map(str, delta))} is installed with pyspark {'.'.join(map(str, spark))}"
-    fitting = [d for d, lines in DELTA_SPARK_LINES.items() if spark[:2] in lines]
+    fitting = [d for d, lines in DELTA_SPARK_LINES.items() if spark_line in lines]
     if not fitting:
         spark_lines = sorted({line for lines in DELTA_SPARK_LINES.values() for line in lines})
         raise ConfigError(
