@@ -17,10 +17,10 @@ from tests.harness.fixtures import captures, kafka_broker, pg_db, pg_server, s3_
 
 #: The tiers are folders: tests/unit (no JVM, no server: seconds), tests/spark (the one Spark session of the
 #: run; no server, no child process), tests/e2e (real PostgreSQL + wal2json, Debezium, Kafka and S3 servers,
-#: ``resolver`` commands in child processes, the README's and docstrings' examples, the bench's checks and
-#: the property campaigns). The harnesses that start the servers and children are in tests/harness; the
-#: workloads and checks the modules share are tests/difftest.py, tests/reference.py, tests/samplelake.py and
-#: tests/pipelines.py. No test module imports another.
+#: ``resolver`` commands in child processes, the README's and docstrings' examples, the bench's checks, the
+#: property campaigns, and lakes built whole to compare or maintain). The harnesses that start the servers
+#: and children are in tests/harness; the workloads and checks the modules share are tests/difftest.py,
+#: tests/reference.py, tests/samplelake.py and tests/pipelines.py. No test module imports another.
 
 
 #: The tests' session interprets expressions instead of compiling them to Java. On test-sized data (a few
