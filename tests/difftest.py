@@ -1314,6 +1314,18 @@ def landed_files(cap: Capture, count: int) -> list[list[str]]:
     return cut_into_files(cap.lines[2], count, random.Random(cap.seed))
 
 
+def only_tables(lines: Sequence[str], tables: Sequence[Table]) -> list[str]:
+    """Format-2 lines without the changes of other tables (every ``B`` and ``C`` kept: a transaction that
+    changed only those is then empty, as wal2json prints one whose changes it filters out)."""
+    names = {("public", t.name) for t in tables}
+    kept = []
+    for line in lines:
+        record = json.loads(line)
+        if "table" not in record or (record["schema"], record["table"]) in names:
+            kept.append(line)
+    return kept
+
+
 def moves_key(e: dict[str, Any]) -> bool:
     """Is the reader event an update that changes its row's primary key?"""
     if e["operation"] != "update" or not e.get("primary_key") or not e.get("old_key_names"):
