@@ -33,6 +33,7 @@ Handler = Callable[[argparse.Namespace], int]
 
 def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     """The program's parser and each command's handler."""
+    from resolver.capture_command import add_capture, capture
     from resolver.commands import register
     from resolver.run_command import add_run, run
 
@@ -44,8 +45,9 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     commands = parser.add_subparsers(dest="command", required=True)
     _add_ingest(commands)
     add_run(commands)
+    add_capture(commands)
     _add_schemas(commands)
-    handlers: dict[str, Handler] = {"ingest": _ingest, "run": run, "schemas": _schemas}
+    handlers: dict[str, Handler] = {"ingest": _ingest, "run": run, "capture": capture, "schemas": _schemas}
     handlers.update(register(commands))
     return parser, handlers
 
@@ -154,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser, handlers = _parser()
     args = parser.parse_args(argv)
     try:
-        if args.command != "schemas" or getattr(args, "lake", None):  # these run Spark
+        if args.command not in ("schemas", "capture") or getattr(args, "lake", None):  # these run Spark
             from resolver.runtime import check_local_spark
 
             check_local_spark()

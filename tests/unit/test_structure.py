@@ -39,6 +39,9 @@ PURE = [
     "resolver.names",
     "resolver.errors",
     "resolver.models",
+    "resolver.snapshot_records",
+    "resolver.capture",
+    "resolver.capture_command",
 ]
 
 

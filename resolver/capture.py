@@ -1,0 +1,295 @@
+"""``resolver capture``: from a PostgreSQL database to a landing folder, the rows it already holds and then
+its changes, with no gap and nothing twice (docs/capture.md).
+
+The first capture of a slot creates it with wal2json **exporting a snapshot**, and in that snapshot copies
+every included table into one snapshot file: each row an insert at the slot's consistent point
+(``resolver.snapshot_records``). The slot streams every transaction that commits after that point, so the
+snapshot's rows and the slot's changes together are the database. Each capture then drains the slot up to
+the WAL position current when it started into a landing file — written whole under a hidden name, flushed to
+disk, renamed — and only then confirms that position to the slot, so PostgreSQL may recycle the WAL. A
+capture killed at any point and started again loses nothing: an unfinished snapshot is taken again from a
+new slot; changes not yet confirmed are read again, and the ledger and bronze's deduplication make a file
+read twice harmless.
+
+The landing folder's ``_capture/<slot>.json`` records the snapshot (its LSN, tables and file). This module
+needs psycopg 3 (the ``[capture]`` extra) and no Spark.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import logging
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from resolver.errors import ConfigError
+from resolver.lsn import format_lsn, parse_lsn
+from resolver.snapshot_records import SnapshotColumn, SnapshotTable, snapshot_transaction
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["CaptureOptions", "CaptureSummary", "SESSION_SETTINGS", "STREAM_OPTIONS", "capture_once"]
+
+log = logging.getLogger(__name__)
+
+#: The settings of every session that prints values (the snapshot's copy and the slot's decoding): the
+#: README's PGOPTIONS, so copied and streamed values print the same text.
+SESSION_SETTINGS = {
+    "DateStyle": "ISO",
+    "TimeZone": "UTC",
+    "extra_float_digits": "1",
+    "bytea_output": "hex",
+    "IntervalStyle": "postgres",
+}
+#: wal2json's options: the README's (format 2 with positions, ids, times, keys and types)
+STREAM_OPTIONS = {
+    "format-version": "2",
+    "include-xids": "1",
+    "include-timestamp": "1",
+    "include-lsn": "1",
+    "include-pk": "1",
+    "include-types": "1",
+    "include-transaction": "1",
+}
+_SYSTEM_SCHEMAS = ("pg_catalog", "information_schema")
+_SLOT = re.compile(r"[a-z0-9_]{1,63}")
+
+
+@dataclass(frozen=True)
+class CaptureOptions:
+    """What ``capture_once`` captures: the database (a libpq DSN), the landing folder, the slot, and the
+    tables (shell patterns on ``schema.table``, as a pipeline file's ``include``/``exclude``)."""
+
+    dsn: str
+    landing: str
+    slot: str
+    include: tuple[str, ...] = ("*",)
+    exclude: tuple[str, ...] = ()
+
+    def included(self, table: str) -> bool:
+        return any(fnmatch.fnmatchcase(table, p) for p in self.include) and not any(
+            fnmatch.fnmatchcase(table, p) for p in self.exclude
+        )
+
+
+@dataclass
+class CaptureSummary:
+    """What one capture did."""
+
+    slot: str
+    snapshot_lsn: str | None = None  # set when this capture took the snapshot
+    snapshot_rows: dict[str, int] = field(default_factory=dict)  # rows copied per table
+    changes: int = 0  # wal2json records drained from the slot (B and C included)
+    confirmed_lsn: str | None = None  # what the slot may now forget
+    files: list[str] = field(default_factory=list)  # landing files written
+
+    def lines(self) -> list[str]:
+        out = [f"slot                 {self.slot}"]
+        if self.snapshot_lsn is not None:
+            rows = sum(self.snapshot_rows.values())
+            out.append(
+                f"snapshot             {rows} row(s) of {len(self.snapshot_rows)} table(s) "
+                f"at {self.snapshot_lsn}"
+            )
+        out.append(f"records drained      {self.changes}")
+        out.append(f"confirmed up to      {self.confirmed_lsn}")
+        out += [f"file written         {f}" for f in self.files]
+        return out
+
+
+def capture_once(options: CaptureOptions) -> CaptureSummary:
+    """Take the slot's snapshot if it was never taken, drain the slot up to the WAL position current now
+    into a landing file, confirm that position and return what was done (``resolver capture --once``)."""
+    if not _SLOT.fullmatch(options.slot):
+        raise ConfigError(
+            f"--slot {options.slot!r}: expected a replication slot name (1-63 lower-case letters, digits, _)"
+        )
+    landing = Path(options.landing)
+    state = landing / "_capture" / f"{options.slot}.json"
+    started = state.with_suffix(".started")
+    state.parent.mkdir(parents=True, exist_ok=True)
+    summary = CaptureSummary(options.slot)
+    with _connect(options.dsn) as conn:
+        query = "SELECT 1 FROM pg_replication_slots WHERE slot_name = %s"
+        exists = bool(conn.execute(query, (options.slot,)).fetchall())
+        if exists and not state.exists():
+            if not started.exists():
+                raise ConfigError(
+                    f"slot {options.slot} exists but was not made by resolver capture for {landing} (no "
+                    f"{state}): expected a new slot name (the rows from before a slot cannot be copied "
+                    "consistently with it)"
+                )
+            log.warning(
+                "the snapshot of slot %s never finished: taking it again from a new slot", options.slot
+            )
+            conn.execute("SELECT pg_drop_replication_slot(%s)", (options.slot,))
+            exists = False
+    if not exists:
+        _write_durably(started, [json.dumps({"slot": options.slot})])
+        _snapshot(options, landing, state, summary)
+        started.unlink()
+    _drain(options, landing, summary)
+    return summary
+
+
+def _snapshot(options: CaptureOptions, landing: Path, state: Path, summary: CaptureSummary) -> None:
+    """Create the slot exporting a snapshot, copy the included tables in it into one snapshot file, then
+    record it in ``state``. Killed before ``state`` is written, the next capture drops the slot and takes
+    the snapshot again (the snapshot file it writes then replaces this one: same slot, a new LSN, and the
+    half-written one was never renamed into place)."""
+    import psycopg
+
+    replication = psycopg.connect(options.dsn, autocommit=True, replication="database")
+    try:
+        command = f"CREATE_REPLICATION_SLOT {options.slot} LOGICAL wal2json (SNAPSHOT 'export')"
+        result = replication.pgconn.exec_(command.encode())
+        if result.status != psycopg.pq.ExecStatus.TUPLES_OK:
+            message = (result.error_message or b"").decode(errors="replace").strip()
+            raise ConfigError(f"could not create the replication slot {options.slot}: {message}")
+        point = parse_lsn(_text(result.get_value(0, 1)))
+        exported = _text(result.get_value(0, 2))
+        log.info("slot %s created at %s; copying the tables in its snapshot", options.slot, format_lsn(point))
+        with psycopg.connect(options.dsn) as copy:
+            copy.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            copy.read_only = True
+            copy.execute(f"SET TRANSACTION SNAPSHOT '{exported}'".encode())
+            for name, value in SESSION_SETTINGS.items():
+                copy.execute(f"SET {name} = '{value}'".encode())
+            taken = str(copy.execute("SELECT now()::text").fetchone()[0])  # type: ignore[index]
+            tables = [t for t in _tables(copy) if options.included(t.qualified)]
+            path = landing / f"{options.slot}-{point:016X}-snapshot.json"
+            counts: dict[str, int] = {}
+            lines = snapshot_transaction(_rows(copy, tables, counts), point, taken)
+            _write_durably(path, lines)
+    finally:
+        replication.close()  # the exported snapshot ends with the connection that created the slot
+    record = {"slot": options.slot, "snapshot_lsn": format_lsn(point), "tables": counts, "file": path.name}
+    _write_durably(state, [json.dumps(record, ensure_ascii=False)])
+    summary.snapshot_lsn = format_lsn(point)
+    summary.snapshot_rows = counts
+    summary.files.append(str(path))
+
+
+def _drain(options: CaptureOptions, landing: Path, summary: CaptureSummary) -> None:
+    """Everything the slot holds up to the WAL position current now, into one landing file (none when
+    nothing committed), then that position confirmed to the slot."""
+    flat = [item for pair in STREAM_OPTIONS.items() for item in pair]
+    with _connect(options.dsn) as conn:
+        upto = str(conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0])  # type: ignore[index]
+        rows = conn.execute(
+            "SELECT data FROM pg_logical_slot_peek_changes(%s, %s::pg_lsn, NULL, VARIADIC %s::text[])",
+            (options.slot, upto, flat),
+        ).fetchall()
+        lines = [str(r[0]) for r in rows if _included(str(r[0]), options)]
+        if any(json.loads(line).get("action") not in ("B", "C") for line in lines):
+            path = landing / f"{options.slot}-{parse_lsn(upto):016X}.json"
+            _write_durably(path, lines)
+            summary.files.append(str(path))
+        summary.changes = len(rows)
+        conn.execute("SELECT pg_replication_slot_advance(%s, %s::pg_lsn)", (options.slot, upto))
+        summary.confirmed_lsn = upto
+
+
+def _included(line: str, options: CaptureOptions) -> bool:
+    record = json.loads(line)
+    return "table" not in record or options.included(f"{record['schema']}.{record['table']}")
+
+
+def _tables(conn: psycopg.Connection[Any]) -> list[SnapshotTable]:
+    """Every ordinary table outside the system schemas (partitions by their leaves, as wal2json reports
+    them), with its columns and primary key, read in the snapshot."""
+    found = conn.execute(
+        "SELECT c.oid, n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE c.relkind = 'r' AND c.relpersistence = 'p' AND n.nspname <> ALL(%s) "
+        "AND n.nspname NOT LIKE 'pg\\_%%' ORDER BY n.nspname, c.relname",
+        (list(_SYSTEM_SCHEMAS),),
+    ).fetchall()
+    tables = []
+    for oid, schema, name in found:
+        columns = tuple(
+            SnapshotColumn(n, t, tn)
+            for n, t, tn in conn.execute(
+                "SELECT a.attname, format_type(a.atttypid, a.atttypmod), t.typname FROM pg_attribute a "
+                "JOIN pg_type t ON t.oid = a.atttypid WHERE a.attrelid = %s AND a.attnum > 0 "
+                "AND NOT a.attisdropped ORDER BY a.attnum",
+                (oid,),
+            ).fetchall()
+        )
+        keys = [
+            str(r[0])
+            for r in conn.execute(
+                "SELECT a.attname FROM pg_index i "
+                "JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(n, o) ON true "
+                "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n "
+                "WHERE i.indrelid = %s AND i.indisprimary ORDER BY k.o",
+                (oid,),
+            ).fetchall()
+        ]
+        by_name = {c.name: c for c in columns}
+        tables.append(SnapshotTable(schema, name, columns, tuple(by_name[k] for k in keys)))
+    return tables
+
+
+def _rows(
+    conn: psycopg.Connection[Any], tables: Sequence[SnapshotTable], counts: dict[str, int]
+) -> Iterator[tuple[SnapshotTable, tuple[str | None, ...]]]:
+    """Each table's rows as output texts, in key order (``ctid`` order for a table without a key), read
+    through a server-side cursor; ``counts`` gets each table's row count."""
+    from psycopg import sql
+
+    for table in tables:
+        values = sql.SQL(", ").join(sql.SQL("{}::text").format(sql.Identifier(c.name)) for c in table.columns)
+        keys = [sql.Identifier(c.name) for c in table.primary_key]
+        order = sql.SQL(", ").join(keys) if keys else sql.SQL("ctid")
+        query = sql.SQL("SELECT {} FROM ONLY {}.{} ORDER BY {}").format(
+            values, sql.Identifier(table.schema), sql.Identifier(table.name), order
+        )
+        counts[table.qualified] = 0
+        with conn.cursor(name=f"snapshot_{len(counts)}") as cursor:
+            cursor.itersize = 5000
+            cursor.execute(query)
+            for row in cursor:
+                counts[table.qualified] += 1
+                yield table, tuple(row)
+        log.info("copied %s: %d row(s)", table.qualified, counts[table.qualified])
+
+
+def _write_durably(path: Path, lines: Iterator[str] | Sequence[str]) -> None:
+    """``lines`` into ``path`` as a whole or not at all: a hidden temporary name in the same folder, flushed
+    to disk, renamed, and the folder's entry flushed too (a reader never sees half a file)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as out:
+        for line in lines:
+            out.write(line + "\n")
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+def _connect(dsn: str) -> psycopg.Connection[Any]:
+    try:
+        import psycopg
+    except ImportError:
+        raise ConfigError(
+            "psycopg is not installed: expected it for resolver capture "
+            "(pip install 'pg-change-resolver[capture]')"
+        ) from None
+    conn = psycopg.connect(dsn, autocommit=True)
+    for name, value in SESSION_SETTINGS.items():
+        conn.execute(f"SET {name} = '{value}'".encode())
+    return conn
+
+
+def _text(value: bytes | None) -> str:
+    return (value or b"").decode()
