@@ -186,19 +186,21 @@ def _drain(options: CaptureOptions, landing: Path, summary: CaptureSummary) -> N
             "SELECT data FROM pg_logical_slot_peek_changes(%s, %s::pg_lsn, NULL, VARIADIC %s::text[])",
             (options.slot, upto, flat),
         ).fetchall()
-        lines = [str(r[0]) for r in rows if _included(str(r[0]), options)]
-        if any(json.loads(line).get("action") not in ("B", "C") for line in lines):
+        lines, changes = [], 0  # the records kept; how many of them are a table's change (not B or C)
+        for (text,) in rows:
+            record = json.loads(text)
+            if "table" in record:
+                if not options.included(f"{record['schema']}.{record['table']}"):
+                    continue
+                changes += 1
+            lines.append(str(text))
+        if changes:
             path = landing / f"{options.slot}-{parse_lsn(upto):016X}.json"
             _write_durably(path, lines)
             summary.files.append(str(path))
         summary.changes = len(rows)
         conn.execute("SELECT pg_replication_slot_advance(%s, %s::pg_lsn)", (options.slot, upto))
         summary.confirmed_lsn = upto
-
-
-def _included(line: str, options: CaptureOptions) -> bool:
-    record = json.loads(line)
-    return "table" not in record or options.included(f"{record['schema']}.{record['table']}")
 
 
 def _tables(conn: psycopg.Connection[Any]) -> list[SnapshotTable]:
