@@ -27,26 +27,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from resolver.capture_source import (
+    SESSION_SETTINGS,
+    check_source,
+    connect,
+    lock_tables,
+    slot_error,
+    source_tables,
+)
 from resolver.errors import ConfigError
 from resolver.lsn import format_lsn, parse_lsn
-from resolver.snapshot_records import SnapshotColumn, SnapshotTable, snapshot_transaction
+from resolver.snapshot_records import SnapshotTable, snapshot_transaction
 
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["CaptureOptions", "CaptureSummary", "SESSION_SETTINGS", "STREAM_OPTIONS", "capture_once"]
+__all__ = ["CaptureOptions", "CaptureSummary", "STREAM_OPTIONS", "capture_once"]
 
 log = logging.getLogger(__name__)
 
-#: The settings of every session that prints values (the snapshot's copy and the slot's decoding): the
-#: README's PGOPTIONS, so copied and streamed values print the same text.
-SESSION_SETTINGS = {
-    "DateStyle": "ISO",
-    "TimeZone": "UTC",
-    "extra_float_digits": "1",
-    "bytea_output": "hex",
-    "IntervalStyle": "postgres",
-}
 #: wal2json's options: the README's (format 2 with positions, ids, times, keys and types)
 STREAM_OPTIONS = {
     "format-version": "2",
@@ -57,7 +56,6 @@ STREAM_OPTIONS = {
     "include-types": "1",
     "include-transaction": "1",
 }
-_SYSTEM_SCHEMAS = ("pg_catalog", "information_schema")
 _SLOT = re.compile(r"[a-z0-9_]{1,63}")
 
 
@@ -115,7 +113,8 @@ def capture_once(options: CaptureOptions) -> CaptureSummary:
     started = state.with_suffix(".started")
     state.parent.mkdir(parents=True, exist_ok=True)
     summary = CaptureSummary(options.slot)
-    with _connect(options.dsn) as conn:
+    with connect(options.dsn) as conn:
+        check_source(conn)
         query = "SELECT 1 FROM pg_replication_slots WHERE slot_name = %s"
         exists = bool(conn.execute(query, (options.slot,)).fetchall())
         if exists and not state.exists():
@@ -150,8 +149,7 @@ def _snapshot(options: CaptureOptions, landing: Path, state: Path, summary: Capt
         command = f"CREATE_REPLICATION_SLOT {options.slot} LOGICAL wal2json (SNAPSHOT 'export')"
         result = replication.pgconn.exec_(command.encode())
         if result.status != psycopg.pq.ExecStatus.TUPLES_OK:
-            message = (result.error_message or b"").decode(errors="replace").strip()
-            raise ConfigError(f"could not create the replication slot {options.slot}: {message}")
+            raise slot_error(options.slot, (result.error_message or b"").decode(errors="replace"))
         point = parse_lsn(_text(result.get_value(0, 1)))
         exported = _text(result.get_value(0, 2))
         log.info("slot %s created at %s; copying the tables in its snapshot", options.slot, format_lsn(point))
@@ -162,7 +160,8 @@ def _snapshot(options: CaptureOptions, landing: Path, state: Path, summary: Capt
             for name, value in SESSION_SETTINGS.items():
                 copy.execute(f"SET {name} = '{value}'".encode())
             taken = str(copy.execute("SELECT now()::text").fetchone()[0])  # type: ignore[index]
-            tables = [t for t in _tables(copy) if options.included(t.qualified)]
+            tables = [t for t in source_tables(copy) if options.included(t.qualified)]
+            lock_tables(copy, tables)
             path = landing / f"{options.slot}-{point:016X}-snapshot.json"
             counts: dict[str, int] = {}
             lines = snapshot_transaction(_rows(copy, tables, counts), point, taken)
@@ -180,7 +179,7 @@ def _drain(options: CaptureOptions, landing: Path, summary: CaptureSummary) -> N
     """Everything the slot holds up to the WAL position current now, into one landing file (none when
     nothing committed), then that position confirmed to the slot."""
     flat = [item for pair in STREAM_OPTIONS.items() for item in pair]
-    with _connect(options.dsn) as conn:
+    with connect(options.dsn) as conn:
         upto = str(conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0])  # type: ignore[index]
         rows = conn.execute(
             "SELECT data FROM pg_logical_slot_peek_changes(%s, %s::pg_lsn, NULL, VARIADIC %s::text[])",
@@ -201,41 +200,6 @@ def _drain(options: CaptureOptions, landing: Path, summary: CaptureSummary) -> N
         summary.changes = len(rows)
         conn.execute("SELECT pg_replication_slot_advance(%s, %s::pg_lsn)", (options.slot, upto))
         summary.confirmed_lsn = upto
-
-
-def _tables(conn: psycopg.Connection[Any]) -> list[SnapshotTable]:
-    """Every ordinary table outside the system schemas (partitions by their leaves, as wal2json reports
-    them), with its columns and primary key, read in the snapshot."""
-    found = conn.execute(
-        "SELECT c.oid, n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE c.relkind = 'r' AND c.relpersistence = 'p' AND n.nspname <> ALL(%s) "
-        "AND n.nspname NOT LIKE 'pg\\_%%' ORDER BY n.nspname, c.relname",
-        (list(_SYSTEM_SCHEMAS),),
-    ).fetchall()
-    tables = []
-    for oid, schema, name in found:
-        columns = tuple(
-            SnapshotColumn(n, t, tn)
-            for n, t, tn in conn.execute(
-                "SELECT a.attname, format_type(a.atttypid, a.atttypmod), t.typname FROM pg_attribute a "
-                "JOIN pg_type t ON t.oid = a.atttypid WHERE a.attrelid = %s AND a.attnum > 0 "
-                "AND NOT a.attisdropped ORDER BY a.attnum",
-                (oid,),
-            ).fetchall()
-        )
-        keys = [
-            str(r[0])
-            for r in conn.execute(
-                "SELECT a.attname FROM pg_index i "
-                "JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(n, o) ON true "
-                "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n "
-                "WHERE i.indrelid = %s AND i.indisprimary ORDER BY k.o",
-                (oid,),
-            ).fetchall()
-        ]
-        by_name = {c.name: c for c in columns}
-        tables.append(SnapshotTable(schema, name, columns, tuple(by_name[k] for k in keys)))
-    return tables
 
 
 def _rows(
@@ -277,20 +241,6 @@ def _write_durably(path: Path, lines: Iterator[str] | Sequence[str]) -> None:
         os.fsync(folder)
     finally:
         os.close(folder)
-
-
-def _connect(dsn: str) -> psycopg.Connection[Any]:
-    try:
-        import psycopg
-    except ImportError:
-        raise ConfigError(
-            "psycopg is not installed: expected it for resolver capture "
-            "(pip install 'pg-change-resolver[capture]')"
-        ) from None
-    conn = psycopg.connect(dsn, autocommit=True)
-    for name, value in SESSION_SETTINGS.items():
-        conn.execute(f"SET {name} = '{value}'".encode())
-    return conn
 
 
 def _text(value: bytes | None) -> str:

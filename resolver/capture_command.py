@@ -28,6 +28,7 @@ def add_capture(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "  resolver capture --dsn postgresql://cdc@db/shop --landing landing/ --slot shop --interval 30\n"
         "  resolver capture --dsn ... --landing landing/ --slot shop --tables 'public.*' "
         "--exclude 'public.tmp_*'\n"
+        "  resolver capture --dsn ... --landing landing/ --slot shop --status\n"
         "\nexit status: 0 done, 1 unexpected failure, 2 misconfiguration",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -45,6 +46,11 @@ def add_capture(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     parser.add_argument("--once", action="store_true", help="capture once, then exit")
     parser.add_argument(
+        "--status",
+        action="store_true",
+        help="print the slot's lag (bytes and seconds), retained WAL and files landed; capture nothing",
+    )
+    parser.add_argument(
         "--interval", type=float, default=10.0, metavar="SECONDS", help="between captures (default 10)"
     )
     parser.add_argument("--quiet", action="store_true", help="no progress lines, only warnings and errors")
@@ -54,6 +60,11 @@ def capture(args: argparse.Namespace) -> int:
     from resolver.capture import CaptureOptions, capture_once
     from resolver.errors import ConfigError
 
+    if args.status:
+        from resolver.capture_status import capture_status
+
+        print("\n".join(capture_status(args.dsn, args.landing, args.slot).lines()), flush=True)
+        return 0
     if args.interval <= 0:
         raise ConfigError(f"--interval {args.interval:g}: expected a number of seconds above 0")
     logging.basicConfig(

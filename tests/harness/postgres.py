@@ -193,10 +193,14 @@ class PgDatabase:
 
 
 class PgServer(PgDatabase, Service):
-    """A private PostgreSQL cluster; as a PgDatabase it stands for its database ``postgres``."""
+    """A private PostgreSQL cluster; as a PgDatabase it stands for its database ``postgres``. ``settings``
+    override ``SERVER_SETTINGS`` (``{"wal_level": "replica"}``: a server logical decoding refuses)."""
 
-    def __init__(self, bindir: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self, bindir: str | os.PathLike[str] | None = None, settings: dict[str, str] | None = None
+    ) -> None:
         super().__init__("", "postgres")
+        self.settings = {**SERVER_SETTINGS, **(settings or {})}
         self.bindir = Path(bindir) if bindir is not None else find_bindir()
         self.port = 0
         self.root: Path | None = None
@@ -256,7 +260,7 @@ class PgServer(PgDatabase, Service):
             for attempt in range(3):  # the free port can be taken before the server binds it
                 self.port = free_port()
                 settings = {
-                    **SERVER_SETTINGS,
+                    **self.settings,
                     "port": str(self.port),
                     "unix_socket_directories": str(self.root / "sock"),
                 }

@@ -42,6 +42,8 @@ PURE = [
     "resolver.snapshot_records",
     "resolver.capture",
     "resolver.capture_command",
+    "resolver.capture_source",
+    "resolver.capture_status",
 ]
 
 

@@ -1,0 +1,135 @@
+"""The database ``resolver capture`` reads: its connections, what it must allow before a slot is made, the
+tables it holds and their locks while they are copied. Every refusal is one line saying what was found and
+what is expected (docs/capture.md, "Requirements"). Needs psycopg 3 (the ``[capture]`` extra), no Spark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from resolver.errors import ConfigError
+from resolver.snapshot_records import SnapshotColumn, SnapshotTable
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["SESSION_SETTINGS", "check_source", "connect", "lock_tables", "slot_error", "source_tables"]
+
+#: The settings of every session that prints values (the snapshot's copy and the slot's decoding): the
+#: README's PGOPTIONS, so copied and streamed values print the same text.
+SESSION_SETTINGS = {
+    "DateStyle": "ISO",
+    "TimeZone": "UTC",
+    "extra_float_digits": "1",
+    "bytea_output": "hex",
+    "IntervalStyle": "postgres",
+}
+_SYSTEM_SCHEMAS = ("pg_catalog", "information_schema")
+
+
+def connect(dsn: str) -> psycopg.Connection[Any]:
+    """An autocommit connection with ``SESSION_SETTINGS``; one line when psycopg is missing or the database
+    cannot be reached."""
+    try:
+        import psycopg
+    except ImportError:
+        raise ConfigError(
+            "psycopg is not installed: expected it for resolver capture "
+            "(pip install 'pg-change-resolver[capture]')"
+        ) from None
+    try:
+        conn = psycopg.connect(dsn, autocommit=True)
+    except psycopg.OperationalError as exc:
+        found = " ".join(str(exc).split())
+        raise ConfigError(
+            f"could not connect to the database ({found}): expected a reachable --dsn"
+        ) from None
+    for name, value in SESSION_SETTINGS.items():
+        conn.execute(f"SET {name} = '{value}'".encode())
+    return conn
+
+
+def check_source(conn: psycopg.Connection[Any]) -> None:
+    """What logical decoding needs of the server and the role, checked before a slot is made or read:
+    ``wal_level`` logical, and a role with REPLICATION (or a superuser)."""
+    level = str(conn.execute("SHOW wal_level").fetchone()[0])  # type: ignore[index]
+    if level != "logical":
+        raise ConfigError(
+            f"the database's wal_level is {level}: expected logical for resolver capture "
+            "(ALTER SYSTEM SET wal_level = logical, then restart PostgreSQL)"
+        )
+    role, allowed = conn.execute(
+        "SELECT rolname, rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user"
+    ).fetchone()  # type: ignore[misc]
+    if not allowed:
+        raise ConfigError(
+            f"role {role} has no REPLICATION privilege: expected it to create and read a replication slot "
+            f"(ALTER ROLE {role} REPLICATION)"
+        )
+
+
+def slot_error(slot: str, message: str) -> ConfigError:
+    """Creating the slot failed with the server's ``message``: the one line that says why."""
+    found = " ".join(message.replace("ERROR:", "").split())
+    if "wal2json" in found and ("could not access file" in found or "could not load library" in found):
+        return ConfigError(
+            f"the server has no wal2json output plugin ({found}): expected wal2json installed where "
+            "PostgreSQL loads libraries (Debian: apt install postgresql-15-wal2json)"
+        )
+    return ConfigError(f"could not create the replication slot {slot}: {found}")
+
+
+def source_tables(conn: psycopg.Connection[Any]) -> list[SnapshotTable]:
+    """Every ordinary table outside the system schemas (partitions by their leaves, as wal2json reports
+    them), with its columns and primary key, read in the connection's snapshot."""
+    found = conn.execute(
+        "SELECT c.oid, n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE c.relkind = 'r' AND c.relpersistence = 'p' AND n.nspname <> ALL(%s) "
+        "AND n.nspname NOT LIKE 'pg\\_%%' ORDER BY n.nspname, c.relname",
+        (list(_SYSTEM_SCHEMAS),),
+    ).fetchall()
+    tables = []
+    for oid, schema, name in found:
+        columns = tuple(
+            SnapshotColumn(n, t, tn)
+            for n, t, tn in conn.execute(
+                "SELECT a.attname, format_type(a.atttypid, a.atttypmod), t.typname FROM pg_attribute a "
+                "JOIN pg_type t ON t.oid = a.atttypid WHERE a.attrelid = %s AND a.attnum > 0 "
+                "AND NOT a.attisdropped ORDER BY a.attnum",
+                (oid,),
+            ).fetchall()
+        )
+        keys = [
+            str(r[0])
+            for r in conn.execute(
+                "SELECT a.attname FROM pg_index i "
+                "JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(n, o) ON true "
+                "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n "
+                "WHERE i.indrelid = %s AND i.indisprimary ORDER BY k.o",
+                (oid,),
+            ).fetchall()
+        ]
+        by_name = {c.name: c for c in columns}
+        tables.append(SnapshotTable(schema, name, columns, tuple(by_name[k] for k in keys)))
+    return tables
+
+
+def lock_tables(conn: psycopg.Connection[Any], tables: Sequence[SnapshotTable]) -> None:
+    """Hold ``ACCESS SHARE`` on every table to copy until the copy's transaction ends (as ``pg_dump`` does):
+    a ``DROP`` or a rewriting ``ALTER`` then waits for the copy instead of breaking it. A table dropped
+    between the snapshot and this lock is one line (the next capture takes a snapshot without it)."""
+    import psycopg
+    from psycopg import sql
+
+    for table in tables:
+        statement = sql.SQL("LOCK TABLE ONLY {}.{} IN ACCESS SHARE MODE").format(
+            sql.Identifier(table.schema), sql.Identifier(table.name)
+        )
+        try:
+            conn.execute(statement)
+        except psycopg.errors.UndefinedTable:
+            raise ConfigError(
+                f"table {table.qualified} was dropped while its snapshot was being taken: expected the "
+                "captured tables to stay while they are copied (capture again: a new snapshot leaves it out)"
+            ) from None
