@@ -181,6 +181,7 @@ def _drain(options: CaptureOptions, landing: Path, summary: CaptureSummary) -> N
     flat = [item for pair in STREAM_OPTIONS.items() for item in pair]
     with connect(options.dsn) as conn:
         upto = str(conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0])  # type: ignore[index]
+        log.info("reading slot %s up to %s", options.slot, upto)
         rows = conn.execute(
             "SELECT data FROM pg_logical_slot_peek_changes(%s, %s::pg_lsn, NULL, VARIADIC %s::text[])",
             (options.slot, upto, flat),
@@ -197,6 +198,7 @@ def _drain(options: CaptureOptions, landing: Path, summary: CaptureSummary) -> N
             path = landing / f"{options.slot}-{parse_lsn(upto):016X}.json"
             _write_durably(path, lines)
             summary.files.append(str(path))
+            log.info("landed %s (%d change(s)); confirming %s", path.name, changes, upto)
         summary.changes = len(rows)
         conn.execute("SELECT pg_replication_slot_advance(%s, %s::pg_lsn)", (options.slot, upto))
         summary.confirmed_lsn = upto

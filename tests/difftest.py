@@ -706,10 +706,10 @@ def pg_select(t: Table) -> str:
     )
 
 
-def read_state(conn: Any) -> State:
-    """Every table of ``TABLES`` as key -> normalized row."""
+def read_state(conn: Any, tables: Sequence[Table] = TABLES) -> State:
+    """Every table of ``tables`` as key -> normalized row."""
     state: State = {}
-    for t in TABLES:
+    for t in tables:
         rows: dict[Key, Row] = {}
         for values in conn.execute(pg_select(t).encode()).fetchall():
             row = {c: from_pg(ty, v) for (c, ty), v in zip(t.columns, values, strict=True)}

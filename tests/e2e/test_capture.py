@@ -5,22 +5,23 @@ nothing twice — and every value a snapshot copies prints exactly what wal2json
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import signal
 from pathlib import Path
 
+import psycopg
 import pytest
 from pyspark.sql import SparkSession
 
-from resolver import ingest
+from resolver import run_pipeline
 from resolver.capture import CaptureOptions, capture_once
 from resolver.lsn import parse_lsn
 from tests import difftest as d
-from tests.harness.postgres import PgDatabase
+from tests.harness.postgres import SESSION_SETTINGS, PgDatabase
+from tests.harness.processes import Resolver
+from tests.pipelines import pipeline_file
 
 pytestmark = [pytest.mark.spark, pytest.mark.postgres]
 
-ROOT = Path(__file__).resolve().parents[2]
 SEED = 29
 #: transactions before the slot exists (rows only a snapshot can bring) and after it (only the stream can)
 BEFORE, AFTER = 14, 16
@@ -28,6 +29,32 @@ BEFORE, AFTER = 14, 16
 #: out of updates (accounts), no key under REPLICA IDENTITY FULL (logs), truncates (scratch). Every type is
 #: the first test's; each table costs the lake's batches their own Spark jobs.
 LAKE_TABLES = (d.BY_NAME["accounts"], d.BY_NAME["logs"], d.BY_NAME["scratch"])
+#: tables of tens of thousands of rows before the slot: a composite key with TOASTed text (rows with b < 20),
+#: and no key under REPLICA IDENTITY FULL
+BIG = (
+    d.Table(
+        "big",
+        (("a", "integer"), ("b", "integer"), ("rid", "integer"), ("body", "text")),
+        ("a", "b"),
+        ("body",),
+    ),
+    d.Table("big_log", (("rid", "integer"), ("msg", "text"), ("amt", "numeric(12,2)"))),
+)
+BIG_ROWS = 10_000
+BIG_SQL = (
+    "INSERT INTO big SELECT 1 + g / 1000, g % 1000, g, CASE WHEN g % 1000 < 20 THEN repeat(md5(g::text), 80) "
+    f"ELSE 'b' || g END FROM generate_series(0, {BIG_ROWS - 1}) g;\n"
+    f"INSERT INTO big_log SELECT g, 'm' || g, g / 100.0 FROM generate_series(1, {BIG_ROWS}) g;"
+)
+#: one transaction committed while the snapshot is taken
+BIG_WRITER = (
+    "UPDATE big SET body = 'new ' || b WHERE a = 1 AND b < 30",  # TOASTed values replaced
+    "UPDATE big SET b = b + 5000 WHERE a = 2 AND b < 20",  # key changes leaving their TOASTed text out
+    "DELETE FROM big WHERE a = 3 AND b < 50",
+    "INSERT INTO big SELECT 99, g, 900000 + g, 'late ' || g FROM generate_series(1, 40) g",
+    "UPDATE big_log SET msg = 'changed' WHERE rid <= 100",
+    "DELETE FROM big_log WHERE rid BETWEEN 101 AND 150",
+)
 
 
 def _inserts(lines: list[str]) -> list[tuple[str, str, str]]:
@@ -56,47 +83,100 @@ def test_every_value_a_snapshot_copies_prints_what_wal2json_prints(pg_db: PgData
     assert copied == streamed
 
 
+def _big_state(pg_db: PgDatabase) -> d.State:
+    with psycopg.connect(pg_db.dsn, autocommit=True) as conn:
+        for name, value in SESSION_SETTINGS.items():
+            conn.execute(f"SET {name} = '{value}'".encode())
+        return d.read_state(conn, BIG)
+
+
+def _capture(pg_db: PgDatabase, landing: Path) -> Resolver:
+    """``resolver capture --once`` of the lake test's tables, in a child process."""
+    tables = [a for t in (*LAKE_TABLES, *BIG) for a in ("--tables", t.qualified)]
+    return Resolver(
+        "capture", "--dsn", pg_db.dsn, "--landing", str(landing), "--slot", "shop", *tables, "--once"
+    )
+
+
 def test_a_database_with_rows_before_its_slot_becomes_an_equal_lake(
     spark: SparkSession, pg_db: PgDatabase, tmp_path: Path
 ) -> None:
-    pg_db.execute(d.SCHEMA_SQL)
+    """Tables holding tens of thousands of rows (a composite key with TOASTed text, and no key under
+    REPLICA IDENTITY FULL) and the workload's (key chains, TOAST left out of updates, truncates). The first
+    capture is SIGKILLed while it copies; the second is stopped once its slot exists while a writer commits
+    changes to every table (key changes of rows whose TOASTed text only the snapshot holds among them), then
+    let go: its copy must not see them, its stream must. A third is SIGKILLed while it reads the slot. Then
+    ``resolver run``'s library call over the landing folder: the lake equals PostgreSQL at the snapshot's
+    consistent point and after every commit that follows."""
+    pg_db.execute(d.SCHEMA_SQL + "\n" + "\n".join(t.ddl() for t in BIG) + "\n" + BIG_SQL)
     transactions = d.Workload(SEED).transactions(BEFORE + AFTER)
     before = d.run_workload(pg_db, transactions[:BEFORE])
     landing = tmp_path / "landing"
-    options = CaptureOptions(pg_db.dsn, str(landing), "shop", tuple(t.qualified for t in LAKE_TABLES))
-    first = capture_once(options)  # the snapshot; nothing committed after it yet
-    assert first.snapshot_lsn is not None and len(first.files) == 1, first.lines()
-    assert set(first.snapshot_rows) == {t.qualified for t in LAKE_TABLES}, first.snapshot_rows
-    after = d.run_workload(pg_db, transactions[BEFORE:])
-    command = [sys.executable, "-m", "resolver", "capture", "--dsn", pg_db.dsn, "--landing", str(landing)]
-    command += [a for t in LAKE_TABLES for a in ("--tables", t.qualified)]
-    second = subprocess.run(
-        [*command, "--slot", "shop", "--once"], capture_output=True, text=True, timeout=300, cwd=ROOT
+    killed = _capture(pg_db, landing)
+    killed.until("copied public.big:")  # public.big_log's copy under way
+    assert killed.stop(signal.SIGKILL)[0] == -signal.SIGKILL
+    assert (landing / "_capture" / "shop.started").exists() and not (
+        landing / "_capture" / "shop.json"
+    ).exists()
+    assert not list(landing.glob("*.json")), "a copy cut short is never visible"
+
+    second = _capture(pg_db, landing)
+    second.until("created at")
+    second.proc.send_signal(signal.SIGSTOP)  # the slot and its snapshot exist; nothing copied yet
+    big_before = _big_state(pg_db)
+    during = d.run_workload(pg_db, transactions[BEFORE : BEFORE + AFTER // 2])
+    pg_db.execute("BEGIN;\n" + ";\n".join(BIG_WRITER) + ";\nCOMMIT;")
+    second.proc.send_signal(signal.SIGCONT)
+    status, printed = second.finish(300)
+    assert status == 0, "\n".join(second.seen)
+    assert "snapshot " in printed and "file written" in printed, printed
+    state = json.loads((landing / "_capture" / "shop.json").read_text())
+    assert state["tables"]["public.big"] == state["tables"]["public.big_log"] == BIG_ROWS, state
+
+    after = d.run_workload(pg_db, transactions[BEFORE + AFTER // 2 :])
+    third = _capture(pg_db, landing)
+    third.until("reading slot")
+    third.stop(signal.SIGKILL)
+    last = capture_once(
+        CaptureOptions(pg_db.dsn, str(landing), "shop", tuple(t.qualified for t in LAKE_TABLES + BIG))
     )
-    assert second.returncode == 0, second.stderr
-    assert "file written" in second.stdout and "snapshot " not in second.stdout, second.stdout
-    third = capture_once(options)  # nothing new: no file, and the slot stays where it was confirmed
-    assert third.files == [] and third.snapshot_lsn is None, third.lines()
+    assert last.snapshot_lsn is None, last.lines()
     slot = pg_db.query("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = 'shop'")
-    assert parse_lsn(slot[0][0]) >= parse_lsn(str(third.confirmed_lsn))
+    assert parse_lsn(slot[0][0]) >= parse_lsn(str(last.confirmed_lsn))
+    big_after = _big_state(pg_db)
 
     files = sorted(landing.glob("*.json"))
-    assert [f.name.endswith("-snapshot.json") for f in files] == [True, False], files
+    assert files[0].name.endswith("-snapshot.json") and len(files) >= 3, files
+    pipeline = pipeline_file(tmp_path, max_files_per_batch=100)
+    summary = run_pipeline(spark, str(pipeline))
+    assert not summary.failed_tables and sum(b.quarantined for b in summary.batches) == 0, summary.lines()
     lake = tmp_path / "lake"
-    summary = ingest(spark, [str(f) for f in files], str(lake), "wal2json-v2")
-    assert summary.quarantined == 0
-    frames = d.read_frames(files[1].read_text(encoding="utf-8").splitlines(), 2)
-    snapshot = d.Commit(-1, 0, before[-1].state)  # the rows as the snapshot saw them, at its LSN
-    taken = json.loads(files[0].read_text(encoding="utf-8").splitlines()[0])
-    point = d.Frame(0, parse_lsn(taken["nextlsn"]), d.commit_time(taken["timestamp"]), [])
-    timeline = d.map_commits([snapshot, *after], [point, *frames], LAKE_TABLES)
-    problems = d.check_lake(d.collect_silver(spark, lake, LAKE_TABLES), timeline, LAKE_TABLES)
     assert sorted(p.name for p in (lake / "silver").iterdir()) == sorted(
-        n for t in LAKE_TABLES for n in (t.qualified, f"{t.qualified}__history")
+        n for t in (*LAKE_TABLES, *BIG) for n in (t.qualified, f"{t.qualified}__history")
     )
+    taken = json.loads(files[0].read_text(encoding="utf-8").splitlines()[0])
+    point = parse_lsn(taken["nextlsn"])
+    commits = [*during, *after]
+    frames = {
+        f.xid: f for p in files[1:] for f in d.read_frames(p.read_text(encoding="utf-8").splitlines(), 2)
+    }
+    workload = [
+        f for f in frames.values() if f.xid in {c.xid for c in commits}
+    ]  # each once: a file read twice too
+    snapshot = d.Commit(-1, 0, before[-1].state)  # the rows as the snapshot saw them, at its LSN
+    start = d.Frame(0, point, d.commit_time(taken["timestamp"]), [])
+    timeline = d.map_commits(
+        [snapshot, *commits], [start, *sorted(workload, key=lambda f: f.lsn)], LAKE_TABLES
+    )
+    problems = d.check_lake(d.collect_silver(spark, lake, LAKE_TABLES), timeline, LAKE_TABLES)
     assert not problems, "\n".join(problems[:30])
-    again = ingest(spark, [str(f) for f in files], str(lake), "wal2json-v2")
-    assert again.accepted == 0  # a capture's files read twice change nothing
+    big = d.collect_silver(spark, lake, BIG)
+    for t in BIG:
+        problems += d.diff_table(t, big_after[t.name], big.snapshot[t.name], "snapshot vs PostgreSQL now")
+        at_point = d.as_of_lsn(big.history[t.name], point)
+        problems += d.diff_table(t, big_before[t.name], at_point, "history at the consistent point")
+    assert not problems, "\n".join(problems[:30])
+    assert big_before != big_after  # the writer's changes reached the lake through the stream
 
 
 def test_a_slot_that_capture_did_not_make_is_refused_in_one_line(pg_db: PgDatabase, tmp_path: Path) -> None:
