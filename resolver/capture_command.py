@@ -7,6 +7,10 @@ import logging
 import signal
 import sys
 import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from resolver.capture import CaptureOptions
 
 __all__ = ["add_capture", "capture"]
 
@@ -29,12 +33,20 @@ def add_capture(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "  resolver capture --dsn ... --landing landing/ --slot shop --tables 'public.*' "
         "--exclude 'public.tmp_*'\n"
         "  resolver capture --dsn ... --landing landing/ --slot shop --status\n"
+        "  resolver capture pipeline.yaml --once       # capture: {dsn_env: SHOP_DSN, slot: shop}\n"
         "\nexit status: 0 done, 1 unexpected failure, 2 misconfiguration",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--dsn", required=True, help="libpq connection string or URI of the database")
-    parser.add_argument("--landing", required=True, metavar="DIR", help="the landing folder to write")
-    parser.add_argument("--slot", required=True, help="the replication slot (created on the first capture)")
+    parser.add_argument(
+        "pipeline",
+        nargs="?",
+        metavar="PIPELINE.yaml",
+        help="a pipeline file with a capture: section: its source folder is the landing folder, its "
+        "include/exclude choose the tables (the flags below override its dsn, slot and folder)",
+    )
+    parser.add_argument("--dsn", help="libpq connection string or URI of the database")
+    parser.add_argument("--landing", metavar="DIR", help="the landing folder to write")
+    parser.add_argument("--slot", help="the replication slot (created on the first capture)")
     parser.add_argument(
         "--tables",
         action="append",
@@ -51,29 +63,72 @@ def add_capture(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="print the slot's lag (bytes and seconds), retained WAL and files landed; capture nothing",
     )
     parser.add_argument(
-        "--interval", type=float, default=10.0, metavar="SECONDS", help="between captures (default 10)"
+        "--interval", type=float, metavar="SECONDS", help="between captures (default 10, or the file's)"
     )
     parser.add_argument("--quiet", action="store_true", help="no progress lines, only warnings and errors")
 
 
-def capture(args: argparse.Namespace) -> int:
-    from resolver.capture import CaptureOptions, capture_once
+def _options(args: argparse.Namespace) -> tuple[CaptureOptions, float]:
+    """The capture's options and interval: from the flags, or a pipeline file's ``capture:`` section, its
+    source folder and its include/exclude (the flags override its dsn, slot, folder and interval)."""
+    from resolver.capture import CaptureOptions
     from resolver.errors import ConfigError
 
+    interval = args.interval
+    if args.pipeline is None:
+        missing = [f"--{n}" for n in ("dsn", "landing", "slot") if getattr(args, n) is None]
+        if missing:
+            raise ConfigError(
+                f"resolver capture: {', '.join(missing)} missing: expected --dsn, --landing and --slot, or a "
+                "pipeline file with a capture: section"
+            )
+        tables = (tuple(args.tables or ("*",)), tuple(args.exclude or ()))
+        options = CaptureOptions(args.dsn, args.landing, args.slot, *tables)
+    else:
+        from resolver.paths import is_uri
+        from resolver.pipeline import load_pipeline
+
+        pipeline = load_pipeline(args.pipeline)
+        where = args.pipeline
+        if args.tables or args.exclude:
+            raise ConfigError(
+                f"{where}: --tables/--exclude given with a pipeline file: expected its include/exclude to "
+                "choose the tables (resolver run keeps the same ones)"
+            )
+        if pipeline.capture is None:
+            raise ConfigError(
+                f"{where}: no capture: section: expected capture: {{dsn_env: VARIABLE, slot: NAME}} "
+                "(docs/capture.md)"
+            )
+        landing = args.landing or str(pipeline.source.path)
+        if args.landing is None and (pipeline.source.kafka is not None or is_uri(landing) or "*" in landing):
+            raise ConfigError(
+                f"{where}: source {landing!r} is not a local folder: expected source.path to be the folder "
+                "capture lands files in (or --landing DIR)"
+            )
+        dsn = args.dsn or pipeline.capture.connection()
+        slot = args.slot or pipeline.capture.slot
+        options = CaptureOptions(dsn, landing, slot, tuple(pipeline.include), tuple(pipeline.exclude))
+        interval = interval if interval is not None else pipeline.capture.interval_seconds
+    interval = 10.0 if interval is None else interval
+    if interval <= 0:
+        raise ConfigError(f"--interval {interval:g}: expected a number of seconds above 0")
+    return options, interval
+
+
+def capture(args: argparse.Namespace) -> int:
+    from resolver.capture import capture_once
+
+    options, interval = _options(args)
     if args.status:
         from resolver.capture_status import capture_status
 
-        print("\n".join(capture_status(args.dsn, args.landing, args.slot).lines()), flush=True)
+        print("\n".join(capture_status(options.dsn, options.landing, options.slot).lines()), flush=True)
         return 0
-    if args.interval <= 0:
-        raise ConfigError(f"--interval {args.interval:g}: expected a number of seconds above 0")
     logging.basicConfig(
         level=logging.WARNING if args.quiet else logging.INFO,
         format="resolver: %(message)s",
         stream=sys.stderr,
-    )
-    options = CaptureOptions(
-        args.dsn, args.landing, args.slot, tuple(args.tables or ("*",)), tuple(args.exclude or ())
     )
     stop = threading.Event()
     if not args.once:
@@ -82,5 +137,5 @@ def capture(args: argparse.Namespace) -> int:
     while True:
         summary = capture_once(options)
         print("\n".join(summary.lines()), flush=True)
-        if args.once or stop.wait(args.interval):
+        if args.once or stop.wait(interval):
             return 0

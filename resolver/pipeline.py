@@ -12,6 +12,9 @@ stream:                        # optional: resolver run --stream (docs/streaming
   trigger_seconds: 60          # a micro-batch every minute (default)
 policies:                      # optional: unknown tables, unknown columns, unsafe type changes
   unknown_table: evolve
+capture:                       # optional: resolver capture pipeline.yaml fills source.path (docs/capture.md)
+  dsn_env: SHOP_DSN            # the libpq DSN, from this environment variable (or dsn: "host=db ...")
+  slot: shop                   # the replication slot
 include: ["public.*"]          # optional: tables to keep (shell patterns; default every table)
 exclude: ["public.tmp_*"]      # optional: tables to leave out (their events stay in bronze)
 defaults:                      # optional: settings of every table
@@ -47,6 +50,7 @@ from resolver.policy import Policies
 from resolver.yamlconfig import parse_yaml
 
 __all__ = [
+    "CaptureSettings",
     "Output",
     "Pipeline",
     "Source",
@@ -144,6 +148,39 @@ class StreamSettings(ResolverModel):
     )
 
 
+class CaptureSettings(ResolverModel):
+    """``resolver capture PIPELINE.yaml``: the database and slot it captures into the pipeline's source
+    folder, the tables chosen by the pipeline's ``include``/``exclude`` (docs/capture.md)."""
+
+    dsn: str | None = Field(default=None, min_length=1, description="libpq connection string or URI")
+    dsn_env: str | None = Field(
+        default=None, min_length=1, description="The environment variable holding the DSN (keeps a password "
+        "out of the file)"
+    )  # fmt: skip
+    slot: str = Field(
+        pattern=r"^[a-z0-9_]{1,63}$", description="The replication slot (lower-case, digits, _)"
+    )
+    interval_seconds: float = Field(10.0, gt=0, description="Seconds between captures without --once")
+
+    @model_validator(mode="after")
+    def _one_dsn(self) -> CaptureSettings:
+        if (self.dsn is None) == (self.dsn_env is None):
+            found = "both dsn and dsn_env" if self.dsn else "neither dsn nor dsn_env"
+            raise ValueError(f"found {found} (expected one of them)")
+        return self
+
+    def connection(self) -> str:
+        """The DSN, read from ``dsn_env`` when the file names a variable."""
+        if self.dsn is not None:
+            return self.dsn
+        value = os.environ.get(str(self.dsn_env), "")
+        if not value:
+            raise ConfigError(
+                f"capture.dsn_env names {self.dsn_env}, which is not set: expected the database's DSN in it"
+            )
+        return value
+
+
 class Pipeline(ResolverModel):
     """A pipeline file (see the module docstring)."""
 
@@ -153,6 +190,7 @@ class Pipeline(ResolverModel):
     max_files_per_batch: int = Field(100, ge=1, description="New files per batch")
     stream: StreamSettings = Field(default_factory=StreamSettings, description="Streaming mode settings")
     policies: Policies = Field(default_factory=Policies, description="Run defaults of the three policies")
+    capture: CaptureSettings | None = Field(default=None, description="What resolver capture reads")
     include: list[str] = Field(default_factory=lambda: ["*"], description="Tables to keep (shell patterns)")
     exclude: list[str] = Field(default_factory=list, description="Tables to leave out (shell patterns)")
     defaults: TableSettings = Field(default_factory=TableSettings, description="Settings of every table")
@@ -235,6 +273,7 @@ def load_pipeline(path: str | Path) -> Pipeline:
 
 
 _MODELS: dict[str, type[BaseModel]] = {
+    "capture": CaptureSettings,
     "source": Source,
     "source.kafka": KafkaSource,
     "stream": StreamSettings,

@@ -6,6 +6,7 @@ refused in one line that says what was found and what is expected."""
 from __future__ import annotations
 
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -42,7 +43,7 @@ def _capture_command(db: PgDatabase, landing: Path, slot: str, *args: str) -> li
 def test_the_slot_moves_while_only_an_uncaptured_table_is_written(pg_db: PgDatabase, tmp_path: Path) -> None:
     """A heartbeat by construction: each capture confirms the WAL position current when it began, whether
     or not a captured table changed, so a busy database with quiet captured tables keeps no WAL for the
-    slot. ``--status`` shows the lag before and after."""
+    slot. ``--status`` shows the lag before and after (after: from a pipeline file's ``capture:``)."""
     pg_db.execute(TABLES_SQL)
     landing = tmp_path / "landing"
     options = CaptureOptions(pg_db.dsn, str(landing), "quiet", ("public.kept",))
@@ -60,9 +61,14 @@ def test_the_slot_moves_while_only_an_uncaptured_table_is_written(pg_db: PgDatab
     second = capture_once(options)
     assert second.files == [] and second.changes >= 40, second.lines()  # read, nothing of "kept": no file
     assert _confirmed(pg_db, "quiet") >= written
-    shown = subprocess.run(
-        _capture_command(pg_db, landing, "quiet", "--status"), capture_output=True, text=True, timeout=120
+    pipeline = tmp_path / "pipeline.yaml"  # the same capture, as a pipeline file names it
+    pipeline.write_text(
+        "source: {path: landing/, format: wal2json-v2}\nlake: lake/\ninclude: [public.kept]\n"
+        "capture: {dsn_env: CAPTURE_DSN, slot: quiet}\n"
     )
+    env = {**os.environ, "CAPTURE_DSN": pg_db.dsn}
+    command = [sys.executable, "-m", "resolver", "capture", str(pipeline), "--status"]
+    shown = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
     assert shown.returncode == 0, shown.stderr
     lines = {ln[:21].strip(): ln[21:].strip() for ln in shown.stdout.splitlines()}
     assert int(lines["lag bytes"]) < behind.lag_bytes and float(lines["lag seconds"]) < 60, shown.stdout
