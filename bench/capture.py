@@ -1,0 +1,175 @@
+"""How fast does ``resolver capture`` bring a database into a lake, against the plain ways of moving the same
+data? Two ratios, each side measured in the same run on the same PostgreSQL 15 + wal2json (a private server
+on a loopback port, the tests' harness):
+
+    python -m bench.capture                          # 200,000 rows, 20,000 changes, median of 3
+    python -m bench.capture --rows 50000 --changes 5000 --repeat 1
+
+1. **Initial load** (goal: ratio <= 2): ours = ``capture_once`` (a slot exporting a snapshot, every row
+   copied into a snapshot file) + ``resolver ingest`` of that file into a fresh lake, against
+   ``COPY ... TO STDOUT (FORMAT csv)`` into a file + Spark's ``read.csv`` with the table's schema +
+   ``write.format("delta")``. Rows per second of each, and the copy alone.
+2. **Capture throughput** (goal: ratio <= 1.5): ``--changes`` single-row updates in transactions of 10,
+   read by two slots created at the same position: ours = ``capture_once``'s drain (the slot read up to the
+   current position, a durable landing file, the slot confirmed), against ``pg_recvlogical --start
+   --endpos`` writing the same wal2json options to a file. Both files must hold the same records.
+
+The table is pgbench's ``pgbench_accounts`` shape (int key, two ints, ``char(84)`` filler). One warm
+SparkSession (``resolver.local_session``); the first repeat of each side also warms up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TABLE_SQL = (
+    "CREATE TABLE public.accounts (aid int PRIMARY KEY, bid int NOT NULL, abalance int NOT NULL, "
+    "filler char(84))"
+)
+
+
+def _load(db, rows: int) -> None:  # type: ignore[no-untyped-def]
+    db.execute(TABLE_SQL)
+    db.execute(
+        f"INSERT INTO public.accounts SELECT g, 1 + g / 100000, 0, '' FROM generate_series(1, {rows}) g"
+    )
+    db.execute("VACUUM ANALYZE public.accounts")
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def initial_load(spark, db, rows: int, repeat: int, work: Path) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """Seconds of ours (copy, apply) and of the baseline (COPY, Spark write), medians of ``repeat``."""
+    import psycopg
+
+    from resolver import ingest
+    from resolver.capture import CaptureOptions, capture_once
+
+    copy, apply, base = [], [], []
+    for n in range(repeat + 1):  # the first run warms up and is not counted
+        landing, lake = work / f"landing{n}", work / f"lake{n}"
+        began = time.perf_counter()
+        summary = capture_once(CaptureOptions(db.dsn, str(landing), f"load{n}", ("public.accounts",)))
+        copied = time.perf_counter()
+        result = ingest(spark, summary.files, str(lake), "wal2json-v2")
+        done = time.perf_counter()
+        assert result.accepted == rows and result.quarantined == 0, result
+        db.execute(f"SELECT pg_drop_replication_slot('load{n}')")
+
+        csv, table = work / f"copy{n}.csv", work / f"delta{n}"
+        began_base = time.perf_counter()
+        with psycopg.connect(db.dsn) as conn, open(csv, "wb") as out:
+            with conn.cursor().copy("COPY public.accounts TO STDOUT (FORMAT csv)") as stream:
+                for chunk in stream:
+                    out.write(chunk)
+        schema = "aid INT, bid INT, abalance INT, filler STRING"
+        spark.read.csv(str(csv), schema=schema).write.format("delta").save(str(table))
+        done_base = time.perf_counter()
+        if n:
+            copy.append(copied - began)
+            apply.append(done - copied)
+            base.append(done_base - began_base)
+    return {"copy": _median(copy), "apply": _median(apply), "baseline": _median(base)}
+
+
+def capture_throughput(db, changes: int, repeat: int, work: Path) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """Seconds of our drain and of ``pg_recvlogical`` over the same changes, medians of ``repeat``."""
+    from resolver.capture import STREAM_OPTIONS, CaptureOptions, capture_once
+    from tests.harness.postgres import find_bindir
+
+    ours, theirs = [], []
+    for n in range(repeat + 1):
+        landing = work / f"stream{n}"
+        options = CaptureOptions(db.dsn, str(landing), f"ours{n}", ("public.accounts",))
+        capture_once(options)  # the slot and its snapshot; the changes come after
+        db.execute(f"SELECT pg_create_logical_replication_slot('theirs{n}', 'wal2json')")
+        for first in range(0, changes, 10):
+            updates = ";".join(
+                f"UPDATE public.accounts SET abalance = abalance + 1 WHERE aid = {1 + (first + i) * 7 % 1000}"
+                for i in range(min(10, changes - first))
+            )
+            db.execute(f"BEGIN;{updates};COMMIT")
+        end = str(db.query("SELECT pg_current_wal_lsn()::text")[0][0])
+        began = time.perf_counter()
+        drained = capture_once(options)
+        mine = time.perf_counter() - began
+        out = work / f"recvlogical{n}.json"
+        command = [str(find_bindir() / "pg_recvlogical"), "-d", db.dsn, "--slot", f"theirs{n}", "--start"]
+        command += ["--endpos", end, "--no-loop", "-f", str(out)]
+        command += [a for k, v in STREAM_OPTIONS.items() for a in ("-o", f"{k}={v}")]
+        began = time.perf_counter()
+        subprocess.run(command, check=True, capture_output=True, env={"PGOPTIONS": _pgoptions()})
+        other = time.perf_counter() - began
+        written = [json.loads(x) for x in Path(drained.files[-1]).read_text().splitlines()]
+        received = [json.loads(x) for x in out.read_text().splitlines()]
+        assert _changes(written) == _changes(received) == changes, (_changes(written), _changes(received))
+        for slot in (f"ours{n}", f"theirs{n}"):
+            db.execute(f"SELECT pg_drop_replication_slot('{slot}')")
+        if n:
+            ours.append(mine)
+            theirs.append(other)
+    return {"ours": _median(ours), "pg_recvlogical": _median(theirs)}
+
+
+def _changes(records: list[dict]) -> int:  # type: ignore[type-arg]
+    return sum(r["action"] in ("I", "U", "D") for r in records)
+
+
+def _pgoptions() -> str:
+    from resolver.capture_source import SESSION_SETTINGS
+
+    return " ".join(f"-c {k}={v}" for k, v in SESSION_SETTINGS.items())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.capture", description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=200_000, help="rows of the table before the slot")
+    parser.add_argument("--changes", type=int, default=20_000, help="updates read by both captures")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs of each side (after a warm-up)")
+    parser.add_argument("--keep", action="store_true", help="keep the files in the temporary folder")
+    args = parser.parse_args(argv)
+    from resolver import local_session
+    from tests.harness.postgres import PgServer
+
+    work = Path(tempfile.mkdtemp(prefix="bench-capture-"))
+    spark = local_session("bench-capture")
+    try:
+        with PgServer() as server:
+            db = server.create_database("bench")
+            _load(db, args.rows)
+            load = initial_load(spark, db, args.rows, args.repeat, work)
+            stream = capture_throughput(db, args.changes, args.repeat, work)
+    finally:
+        spark.stop()
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    ours_load = load["copy"] + load["apply"]
+    lines = [
+        f"initial load, {args.rows} rows (median of {args.repeat}):",
+        f"  ours      {ours_load:7.1f} s  {args.rows / ours_load:9.0f} rows/s  "
+        f"(copy {load['copy']:.1f} s = {args.rows / load['copy']:.0f} rows/s, apply {load['apply']:.1f} s)",
+        f"  baseline  {load['baseline']:7.1f} s  {args.rows / load['baseline']:9.0f} rows/s  "
+        "(COPY TO csv + Spark write.format('delta'))",
+        f"  ratio     {ours_load / load['baseline']:.2f}x  (goal <= 2)",
+        f"capture, {args.changes} changes in transactions of 10 (median of {args.repeat}):",
+        f"  ours            {stream['ours']:6.2f} s  {args.changes / stream['ours']:9.0f} changes/s",
+        f"  pg_recvlogical  {stream['pg_recvlogical']:6.2f} s  "
+        f"{args.changes / stream['pg_recvlogical']:9.0f} changes/s",
+        f"  ratio           {stream['ours'] / stream['pg_recvlogical']:.2f}x  (goal <= 1.5)",
+    ]
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
