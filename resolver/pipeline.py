@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from enum import StrEnum
 from pathlib import Path
 
@@ -157,10 +158,17 @@ class CaptureSettings(ResolverModel):
         default=None, min_length=1, description="The environment variable holding the DSN (keeps a password "
         "out of the file)"
     )  # fmt: skip
-    slot: str = Field(
-        pattern=r"^[a-z0-9_]{1,63}$", description="The replication slot (lower-case, digits, _)"
-    )
+    slot: str = Field(description="The replication slot (1-63 lower-case letters, digits, _)")
     interval_seconds: float = Field(10.0, gt=0, description="Seconds between captures without --once")
+
+    @field_validator("slot")
+    @classmethod
+    def _slot_name(cls, value: str) -> str:
+        if not re.fullmatch(r"[a-z0-9_]{1,63}", value):
+            raise ValueError(
+                f"found {value!r} (expected a replication slot name: 1-63 lower-case letters, digits, _)"
+            )
+        return value
 
     @model_validator(mode="after")
     def _one_dsn(self) -> CaptureSettings:
