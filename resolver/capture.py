@@ -22,7 +22,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,7 +42,7 @@ from resolver.snapshot_records import SnapshotTable, snapshot_transaction
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["CaptureOptions", "CaptureSummary", "STREAM_OPTIONS", "capture_once"]
+__all__ = ["CaptureOptions", "CaptureSummary", "STREAM_OPTIONS", "capture_once", "resnapshot"]
 
 log = logging.getLogger(__name__)
 
@@ -95,8 +95,9 @@ class CaptureSummary:
                 f"snapshot             {rows} row(s) of {len(self.snapshot_rows)} table(s) "
                 f"at {self.snapshot_lsn}"
             )
-        out.append(f"records drained      {self.changes}")
-        out.append(f"confirmed up to      {self.confirmed_lsn}")
+        if self.confirmed_lsn is not None:  # a re-snapshot drains nothing
+            out.append(f"records drained      {self.changes}")
+            out.append(f"confirmed up to      {self.confirmed_lsn}")
         out += [f"file written         {f}" for f in self.files]
         return out
 
@@ -142,37 +143,99 @@ def _snapshot(options: CaptureOptions, landing: Path, state: Path, summary: Capt
     record it in ``state``. Killed before ``state`` is written, the next capture drops the slot and takes
     the snapshot again (the snapshot file it writes then replaces this one: same slot, a new LSN, and the
     half-written one was never renamed into place)."""
-    import psycopg
-
-    replication = psycopg.connect(options.dsn, autocommit=True, replication="database")
-    try:
-        command = f"CREATE_REPLICATION_SLOT {options.slot} LOGICAL wal2json (SNAPSHOT 'export')"
-        result = replication.pgconn.exec_(command.encode())
-        if result.status != psycopg.pq.ExecStatus.TUPLES_OK:
-            raise slot_error(options.slot, (result.error_message or b"").decode(errors="replace"))
-        point = parse_lsn(_text(result.get_value(0, 1)))
-        exported = _text(result.get_value(0, 2))
-        log.info("slot %s created at %s; copying the tables in its snapshot", options.slot, format_lsn(point))
-        with psycopg.connect(options.dsn) as copy:
-            copy.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-            copy.read_only = True
-            copy.execute(f"SET TRANSACTION SNAPSHOT '{exported}'".encode())
-            for name, value in SESSION_SETTINGS.items():
-                copy.execute(f"SET {name} = '{value}'".encode())
-            taken = str(copy.execute("SELECT now()::text").fetchone()[0])  # type: ignore[index]
-            tables = [t for t in source_tables(copy) if options.included(t.qualified)]
-            lock_tables(copy, tables)
-            path = landing / f"{options.slot}-{point:016X}-snapshot.json"
-            counts: dict[str, int] = {}
-            lines = snapshot_transaction(_rows(copy, tables, counts), point, taken)
-            _write_durably(path, lines)
-    finally:
-        replication.close()  # the exported snapshot ends with the connection that created the slot
+    command = f"CREATE_REPLICATION_SLOT {options.slot} LOGICAL wal2json (SNAPSHOT 'export')"
+    point, counts, path = _copy_exported(
+        options,
+        command,
+        options.included,
+        lambda lsn: f"{options.slot}-{lsn:016X}-snapshot.json",
+        lambda rows, tables, lsn, taken: snapshot_transaction(rows, lsn, taken),
+    )
     record = {"slot": options.slot, "snapshot_lsn": format_lsn(point), "tables": counts, "file": path.name}
     _write_durably(state, [json.dumps(record, ensure_ascii=False)])
     summary.snapshot_lsn = format_lsn(point)
     summary.snapshot_rows = counts
     summary.files.append(str(path))
+
+
+def resnapshot(options: CaptureOptions, patterns: Sequence[str]) -> CaptureSummary:
+    """Copy the captured tables matching ``patterns`` again, in a snapshot a temporary slot exports, into a
+    re-snapshot file: each table truncated, then its rows, at that slot's consistent point
+    (``resolver capture --resnapshot``). The capture's own slot keeps streaming every change before and
+    after that point, so the lake converges to the database: rows it lost (a landing file deleted, changes
+    applied wrongly by hand) are put back, rows that no longer exist are deleted. In the history, each
+    re-copied row gets a new version at that point. A re-snapshot killed half-way leaves nothing: its
+    temporary slot ends with it and its file is never renamed into place."""
+    state = Path(options.landing) / "_capture" / f"{options.slot}.json"
+    if not state.exists():
+        raise ConfigError(
+            f"slot {options.slot} has no snapshot in {options.landing} (no {state}): expected a capture "
+            "of that slot first (its first capture copies every table)"
+        )
+
+    def chosen(table: str) -> bool:
+        return options.included(table) and any(fnmatch.fnmatchcase(table, p) for p in patterns)
+
+    slot = f"{options.slot[:55]}_resnap"
+    command = f"CREATE_REPLICATION_SLOT {slot} TEMPORARY LOGICAL wal2json (SNAPSHOT 'export')"
+    with connect(options.dsn) as conn:
+        check_source(conn)
+    point, counts, path = _copy_exported(
+        options,
+        command,
+        chosen,
+        lambda lsn: f"{options.slot}-{lsn:016X}-resnapshot.json",
+        lambda rows, tables, lsn, taken: snapshot_transaction(rows, lsn, taken, truncated=tables),
+    )
+    if not counts:
+        path.unlink()
+        raise ConfigError(
+            f"--resnapshot {' '.join(patterns)}: no captured table matches: expected a pattern on "
+            "schema.table naming tables the capture includes"
+        )
+    summary = CaptureSummary(options.slot, snapshot_lsn=format_lsn(point), snapshot_rows=counts)
+    summary.files.append(str(path))
+    return summary
+
+
+def _copy_exported(
+    options: CaptureOptions,
+    command: str,
+    include: Callable[[str], bool],
+    name: Callable[[int], str],
+    render: Callable[
+        [Iterator[tuple[SnapshotTable, tuple[str | None, ...]]], list[SnapshotTable], int, str], Iterator[str]
+    ],
+) -> tuple[int, dict[str, int], Path]:
+    """Create a slot with ``command`` (exporting a snapshot), copy the tables ``include`` accepts in that
+    snapshot into the landing file ``name(consistent point)``, its lines made by ``render``; return the
+    point, the rows per table and the file."""
+    import psycopg
+
+    replication = psycopg.connect(options.dsn, autocommit=True, replication="database")
+    try:
+        result = replication.pgconn.exec_(command.encode())
+        slot = command.split()[1]
+        if result.status != psycopg.pq.ExecStatus.TUPLES_OK:
+            raise slot_error(slot, (result.error_message or b"").decode(errors="replace"))
+        point = parse_lsn(_text(result.get_value(0, 1)))
+        exported = _text(result.get_value(0, 2))
+        log.info("slot %s created at %s; copying the tables in its snapshot", slot, format_lsn(point))
+        with psycopg.connect(options.dsn) as copy:
+            copy.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            copy.read_only = True
+            copy.execute(f"SET TRANSACTION SNAPSHOT '{exported}'".encode())
+            for setting, value in SESSION_SETTINGS.items():
+                copy.execute(f"SET {setting} = '{value}'".encode())
+            taken = str(copy.execute("SELECT now()::text").fetchone()[0])  # type: ignore[index]
+            tables = [t for t in source_tables(copy) if include(t.qualified)]
+            lock_tables(copy, tables)
+            path = Path(options.landing) / name(point)
+            counts: dict[str, int] = {}
+            _write_durably(path, render(_rows(copy, tables, counts), tables, point, taken))
+    finally:
+        replication.close()  # the exported snapshot (and a temporary slot) end with this connection
+    return point, counts, path
 
 
 def _drain(options: CaptureOptions, landing: Path, summary: CaptureSummary) -> None:

@@ -34,6 +34,7 @@ def add_capture(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--exclude 'public.tmp_*'\n"
         "  resolver capture --dsn ... --landing landing/ --slot shop --status\n"
         "  resolver capture pipeline.yaml --once       # capture: {dsn_env: SHOP_DSN, slot: shop}\n"
+        "  resolver capture pipeline.yaml --resnapshot public.orders\n"
         "\nexit status: 0 done, 1 unexpected failure, 2 misconfiguration",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -64,6 +65,13 @@ def add_capture(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     parser.add_argument(
         "--interval", type=float, metavar="SECONDS", help="between captures (default 10, or the file's)"
+    )
+    parser.add_argument(
+        "--resnapshot",
+        action="append",
+        metavar="PATTERN",
+        help="copy the captured tables matching PATTERN again (repeatable): each replaced in the lake by "
+        "its rows at a new consistent point; nothing else is captured",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress lines, only warnings and errors")
 
@@ -130,6 +138,11 @@ def capture(args: argparse.Namespace) -> int:
         format="resolver: %(message)s",
         stream=sys.stderr,
     )
+    if args.resnapshot:
+        from resolver.capture import resnapshot
+
+        print("\n".join(resnapshot(options, args.resnapshot).lines()), flush=True)
+        return 0
     stop = threading.Event()
     if not args.once:
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -75,15 +75,24 @@ def value_json(text: str | None, typname: str) -> str:
 
 
 def snapshot_transaction(
-    rows: Iterable[tuple[SnapshotTable, Sequence[str | None]]], lsn: int, taken: str, xid: int = 0
+    rows: Iterable[tuple[SnapshotTable, Sequence[str | None]]],
+    lsn: int,
+    taken: str,
+    xid: int = 0,
+    truncated: Sequence[SnapshotTable] = (),
 ) -> Iterator[str]:
-    """The lines of one format-2 transaction committed at ``lsn`` (``B``, one ``I`` per row, ``C``) for
-    ``rows`` of (table, output texts in column order); ``taken`` is its timestamp as PostgreSQL prints a
-    ``timestamptz`` in UTC (the snapshot transaction's ``now()``), as wal2json prints commit times."""
+    """The lines of one format-2 transaction committed at ``lsn`` (``B``, a ``T`` for each table of
+    ``truncated``, one ``I`` per row, ``C``) for ``rows`` of (table, output texts in column order);
+    ``taken`` is its timestamp as PostgreSQL prints a ``timestamptz`` in UTC (the snapshot transaction's
+    ``now()``), as wal2json prints commit times. A table truncated first and then given its rows is a
+    re-snapshot: whatever the lake held for it before ``lsn`` is replaced by exactly these rows."""
     point = format_lsn(lsn)
     stamp = taken
     frame = {"xid": xid, "timestamp": stamp, "lsn": point, "nextlsn": point}
     yield _dumps({"action": "B", **frame})
+    for table in truncated:
+        truncate = {"action": "T", "xid": xid, "timestamp": stamp, "lsn": point, "schema": table.schema}
+        yield _dumps({**truncate, "table": table.name})
     for table, values in rows:
         head = _dumps({"action": "I", "xid": xid, "timestamp": stamp, "lsn": point, "schema": table.schema})
         columns = ",".join(

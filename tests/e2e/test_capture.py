@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import psycopg
 import pytest
 from pyspark.sql import SparkSession
 
-from resolver import run_pipeline
+from resolver import ingest, run_pipeline
 from resolver.capture import CaptureOptions, capture_once
 from resolver.lsn import parse_lsn
 from tests import difftest as d
@@ -205,3 +207,59 @@ def test_a_snapshot_cut_short_is_taken_again_from_a_new_slot(pg_db: PgDatabase, 
     state = json.loads((landing / "_capture" / "cut.json").read_text())
     assert state["snapshot_lsn"] == summary.snapshot_lsn and state["tables"] == summary.snapshot_rows
     assert [p.name for p in landing.glob("*.json")] == [Path(summary.files[0]).name]
+
+
+def test_a_table_copied_again_replaces_what_the_lake_lost(
+    spark: SparkSession, pg_db: PgDatabase, tmp_path: Path
+) -> None:
+    """A landing file lost before any run read it: the lake misses its changes. ``--resnapshot`` copies the
+    table again at a new consistent point (a truncate, then its rows) while the slot keeps streaming, and
+    the lake converges to the database in either order of the files: rows deleted in the lost file are
+    gone, rows it updated have their values, and changes streamed after the re-snapshot apply over it."""
+    pg_db.execute("CREATE TABLE public.t (id int PRIMARY KEY, v text); CREATE TABLE public.s (id int)")
+    pg_db.execute("INSERT INTO public.t SELECT g, 'v' || g FROM generate_series(1, 50) g")
+    landing = tmp_path / "landing"
+    options = CaptureOptions(pg_db.dsn, str(landing), "again", ("public.t",))
+    before = capture_once(options).files  # the snapshot
+    pg_db.execute(
+        "BEGIN; DELETE FROM public.t WHERE id <= 10; "
+        "UPDATE public.t SET v = 'lost' WHERE id BETWEEN 11 AND 20; "
+        "INSERT INTO public.t SELECT g, 'new' FROM generate_series(51, 60) g; COMMIT"
+    )
+    for lost in capture_once(options).files:
+        Path(lost).unlink()
+    pg_db.execute("UPDATE public.t SET v = 'after' WHERE id BETWEEN 15 AND 25")
+    before += capture_once(options).files
+    command = [sys.executable, "-m", "resolver", "capture", "--dsn", pg_db.dsn, "--landing", str(landing)]
+    done = subprocess.run(
+        [*command, "--slot", "again", "--tables", "public.t", "--resnapshot", "public.*"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    after = sorted(str(p) for p in landing.glob("again-*-resnapshot.json"))
+    assert len(after) == 1 and "snapshot             50 row(s) of 1 table(s)" in done.stdout, done.stdout
+    assert not pg_db.query("SELECT 1 FROM pg_replication_slots WHERE slot_name = 'again_resnap'")  # temporary
+    pg_db.execute("UPDATE public.t SET v = 'later' WHERE id = 30")  # only the stream carries this one
+    after += capture_once(options).files
+    expected = sorted(pg_db.query("SELECT id, v FROM public.t"))
+
+    # the re-snapshot's truncate is a record as wal2json streams one
+    pg_db.create_slot("probe")
+    pg_db.execute("TRUNCATE public.s")
+    streamed = next(json.loads(x) for x in pg_db.capture("probe", 2) if json.loads(x)["action"] == "T")
+    ours = next(
+        json.loads(x) for x in Path(after[0]).read_text().splitlines() if json.loads(x)["action"] == "T"
+    )
+    assert set(ours) == set(streamed) and (ours["schema"], ours["table"]) == ("public", "t"), (ours, streamed)
+
+    # one batch of every file; and the re-snapshot first, the older snapshot (rows it deleted) after it
+    for name, batches in (("one batch", [before + after]), ("reversed", [after, before])):
+        lake = tmp_path / name
+        for files in batches:
+            summary = ingest(spark, files, str(lake), "wal2json-v2")
+            assert summary.quarantined == 0 and not [t.error for t in summary.tables if t.error], summary
+        rows = spark.read.format("delta").load(str(lake / "silver" / "public.t")).select("id", "v")
+        got = sorted(tuple(r) for r in rows.collect())
+        assert got == expected, (name, [r for r in got if r not in expected][:5])
