@@ -20,13 +20,13 @@ from __future__ import annotations
 import fnmatch
 import json
 import logging
-import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from resolver.capture_drain import STREAM_OPTIONS, drain
 from resolver.capture_source import (
     SESSION_SETTINGS,
     check_source,
@@ -36,26 +36,17 @@ from resolver.capture_source import (
     source_tables,
 )
 from resolver.errors import ConfigError
+from resolver.landing_files import write_durably
 from resolver.lsn import format_lsn, parse_lsn
 from resolver.snapshot_records import SnapshotTable, snapshot_transaction
 
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["CaptureOptions", "CaptureSummary", "STREAM_OPTIONS", "capture_once", "resnapshot"]
+__all__ = ["STREAM_OPTIONS", "CaptureOptions", "CaptureSummary", "capture_once", "resnapshot"]
 
 log = logging.getLogger(__name__)
 
-#: wal2json's options: the README's (format 2 with positions, ids, times, keys and types)
-STREAM_OPTIONS = {
-    "format-version": "2",
-    "include-xids": "1",
-    "include-timestamp": "1",
-    "include-lsn": "1",
-    "include-pk": "1",
-    "include-types": "1",
-    "include-transaction": "1",
-}
 _SLOT = re.compile(r"[a-z0-9_]{1,63}")
 
 
@@ -69,6 +60,7 @@ class CaptureOptions:
     slot: str
     include: tuple[str, ...] = ("*",)
     exclude: tuple[str, ...] = ()
+    file_bytes: int = 64 * 1024 * 1024  # a landing file is cut at the first transaction end past this size
 
     def included(self, table: str) -> bool:
         return any(fnmatch.fnmatchcase(table, p) for p in self.include) and not any(
@@ -131,10 +123,10 @@ def capture_once(options: CaptureOptions) -> CaptureSummary:
             conn.execute("SELECT pg_drop_replication_slot(%s)", (options.slot,))
             exists = False
     if not exists:
-        _write_durably(started, [json.dumps({"slot": options.slot})])
+        write_durably(started, [json.dumps({"slot": options.slot})])
         _snapshot(options, landing, state, summary)
         started.unlink()
-    _drain(options, landing, summary)
+    drain(options, summary)
     return summary
 
 
@@ -152,7 +144,7 @@ def _snapshot(options: CaptureOptions, landing: Path, state: Path, summary: Capt
         lambda rows, tables, lsn, taken: snapshot_transaction(rows, lsn, taken),
     )
     record = {"slot": options.slot, "snapshot_lsn": format_lsn(point), "tables": counts, "file": path.name}
-    _write_durably(state, [json.dumps(record, ensure_ascii=False)])
+    write_durably(state, [json.dumps(record, ensure_ascii=False)])
     summary.snapshot_lsn = format_lsn(point)
     summary.snapshot_rows = counts
     summary.files.append(str(path))
@@ -232,39 +224,10 @@ def _copy_exported(
             lock_tables(copy, tables)
             path = Path(options.landing) / name(point)
             counts: dict[str, int] = {}
-            _write_durably(path, render(_rows(copy, tables, counts), tables, point, taken))
+            write_durably(path, render(_rows(copy, tables, counts), tables, point, taken))
     finally:
         replication.close()  # the exported snapshot (and a temporary slot) end with this connection
     return point, counts, path
-
-
-def _drain(options: CaptureOptions, landing: Path, summary: CaptureSummary) -> None:
-    """Everything the slot holds up to the WAL position current now, into one landing file (none when
-    nothing committed), then that position confirmed to the slot."""
-    flat = [item for pair in STREAM_OPTIONS.items() for item in pair]
-    with connect(options.dsn) as conn:
-        upto = str(conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0])  # type: ignore[index]
-        log.info("reading slot %s up to %s", options.slot, upto)
-        rows = conn.execute(
-            "SELECT data FROM pg_logical_slot_peek_changes(%s, %s::pg_lsn, NULL, VARIADIC %s::text[])",
-            (options.slot, upto, flat),
-        ).fetchall()
-        lines, changes = [], 0  # the records kept; how many of them are a table's change (not B or C)
-        for (text,) in rows:
-            record = json.loads(text)
-            if "table" in record:
-                if not options.included(f"{record['schema']}.{record['table']}"):
-                    continue
-                changes += 1
-            lines.append(str(text))
-        if changes:
-            path = landing / f"{options.slot}-{parse_lsn(upto):016X}.json"
-            _write_durably(path, lines)
-            summary.files.append(str(path))
-            log.info("landed %s (%d change(s)); confirming %s", path.name, changes, upto)
-        summary.changes = len(rows)
-        conn.execute("SELECT pg_replication_slot_advance(%s, %s::pg_lsn)", (options.slot, upto))
-        summary.confirmed_lsn = upto
 
 
 def _rows(
@@ -289,23 +252,6 @@ def _rows(
                 counts[table.qualified] += 1
                 yield table, tuple(row)
         log.info("copied %s: %d row(s)", table.qualified, counts[table.qualified])
-
-
-def _write_durably(path: Path, lines: Iterator[str] | Sequence[str]) -> None:
-    """``lines`` into ``path`` as a whole or not at all: a hidden temporary name in the same folder, flushed
-    to disk, renamed, and the folder's entry flushed too (a reader never sees half a file)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as out:
-        for line in lines:
-            out.write(line + "\n")
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
-    folder = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(folder)
-    finally:
-        os.close(folder)
 
 
 def _text(value: bytes | None) -> str:

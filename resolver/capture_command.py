@@ -67,6 +67,12 @@ def add_capture(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--interval", type=float, metavar="SECONDS", help="between captures (default 10, or the file's)"
     )
     parser.add_argument(
+        "--file-mb",
+        type=float,
+        metavar="MB",
+        help="cut landing files at the first transaction end past this size (default 64, or the file's)",
+    )
+    parser.add_argument(
         "--resnapshot",
         action="append",
         metavar="PATTERN",
@@ -91,7 +97,7 @@ def _options(args: argparse.Namespace) -> tuple[CaptureOptions, float]:
                 "pipeline file with a capture: section"
             )
         tables = (tuple(args.tables or ("*",)), tuple(args.exclude or ()))
-        options = CaptureOptions(args.dsn, args.landing, args.slot, *tables)
+        options = CaptureOptions(args.dsn, args.landing, args.slot, *tables, _bytes(args.file_mb, 64.0))
     else:
         from resolver.paths import is_uri
         from resolver.pipeline import load_pipeline
@@ -116,12 +122,23 @@ def _options(args: argparse.Namespace) -> tuple[CaptureOptions, float]:
             )
         dsn = args.dsn or pipeline.capture.connection()
         slot = args.slot or pipeline.capture.slot
-        options = CaptureOptions(dsn, landing, slot, tuple(pipeline.include), tuple(pipeline.exclude))
+        tables = (tuple(pipeline.include), tuple(pipeline.exclude))
+        size = _bytes(args.file_mb, pipeline.capture.file_mb)
+        options = CaptureOptions(dsn, landing, slot, *tables, size)
         interval = interval if interval is not None else pipeline.capture.interval_seconds
     interval = 10.0 if interval is None else interval
     if interval <= 0:
         raise ConfigError(f"--interval {interval:g}: expected a number of seconds above 0")
     return options, interval
+
+
+def _bytes(megabytes: float | None, default: float) -> int:
+    from resolver.errors import ConfigError
+
+    value = default if megabytes is None else megabytes
+    if value <= 0:
+        raise ConfigError(f"--file-mb {value:g}: expected a size in megabytes above 0")
+    return max(1, int(value * 1024 * 1024))
 
 
 def capture(args: argparse.Namespace) -> int:

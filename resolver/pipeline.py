@@ -160,6 +160,9 @@ class CaptureSettings(ResolverModel):
     )  # fmt: skip
     slot: str = Field(description="The replication slot (1-63 lower-case letters, digits, _)")
     interval_seconds: float = Field(10.0, gt=0, description="Seconds between captures without --once")
+    file_mb: float = Field(
+        64.0, gt=0, description="Landing files are cut at a transaction end past this size"
+    )
 
     @field_validator("slot")
     @classmethod

@@ -174,3 +174,37 @@ def test_a_table_dropped_while_its_snapshot_is_taken_is_named_in_one_line(pg_db:
         dropped = r"^table public\.other was dropped while its snapshot was being taken: expected"
         with pytest.raises(ConfigError, match=dropped):
             lock_tables(conn, tables[1:])
+
+
+def test_a_backlog_lands_in_files_cut_at_transaction_ends(pg_db: PgDatabase, tmp_path: Path) -> None:
+    """30 transactions of 10 rows each (and 10 touching only an uncaptured table) drained with files cut
+    past 4 KiB: several files, each a run of whole transactions in commit order, every captured row once,
+    and no trace of the transactions that changed nothing captured."""
+    pg_db.execute(TABLES_SQL)
+    landing = tmp_path / "landing"
+    options = CaptureOptions(pg_db.dsn, str(landing), "cut", ("public.kept",), file_bytes=4096)
+    capture_once(options)
+    for n in range(30):
+        rows = f"SELECT g, repeat('r', 60) FROM generate_series({n * 10}, {n * 10 + 9}) g"
+        pg_db.execute(
+            f"BEGIN; INSERT INTO public.kept {rows}; INSERT INTO public.other VALUES ({n}, 'x'); COMMIT"
+        )
+        if n % 3 == 0:
+            pg_db.execute(f"INSERT INTO public.other VALUES ({n}, 'only other')")
+    drained = capture_once(options)
+    files = [Path(f) for f in drained.files]
+    assert len(files) >= 5 and files == sorted(files), files
+    seen, commits = [], []
+    for path in files:
+        records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        assert records[0]["action"] == "B" and records[-1]["action"] == "C", path.name
+        assert path.name == f"cut-{parse_lsn(records[-1]['nextlsn']):016X}.json"
+        for r in records:
+            if r["action"] == "I":
+                assert r["table"] == "kept", r
+                seen.append(r["columns"][0]["value"])
+            elif r["action"] == "C":
+                commits.append(parse_lsn(r["nextlsn"]))
+    assert sorted(seen) == list(range(300)) and len(seen) == 300
+    assert len(commits) == 30 and commits == sorted(commits)  # no empty transaction, in commit order
+    assert not list(landing.glob(".*.tmp"))

@@ -44,6 +44,8 @@ PURE = [
     "resolver.capture_command",
     "resolver.capture_source",
     "resolver.capture_status",
+    "resolver.capture_drain",
+    "resolver.landing_files",
 ]
 
 
