@@ -20,7 +20,9 @@ from __future__ import annotations
 import fnmatch
 import json
 import logging
+import os
 import re
+import shutil
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +38,7 @@ from resolver.capture_source import (
     source_tables,
 )
 from resolver.errors import ConfigError
-from resolver.landing_files import write_durably
+from resolver.landing_files import sync_folder, write_durably
 from resolver.lsn import format_lsn, parse_lsn
 from resolver.snapshot_records import SnapshotTable, snapshot_transaction
 
@@ -110,44 +112,91 @@ def capture_once(options: CaptureOptions) -> CaptureSummary:
         check_source(conn)
         query = "SELECT 1 FROM pg_replication_slots WHERE slot_name = %s"
         exists = bool(conn.execute(query, (options.slot,)).fetchall())
-        if exists and not state.exists():
-            if not started.exists():
-                raise ConfigError(
-                    f"slot {options.slot} exists but was not made by resolver capture for {landing} (no "
-                    f"{state}): expected a new slot name (the rows from before a slot cannot be copied "
-                    "consistently with it)"
-                )
+    if exists and not state.exists() and not started.exists():
+        raise ConfigError(
+            f"slot {options.slot} exists but was not made by resolver capture for {landing} (no {state}): "
+            "expected a new slot name (the rows from before a slot cannot be copied consistently with it)"
+        )
+    if not state.exists():
+        if not exists:  # a first capture, or one whose slot is gone: whatever was copied for it is void
+            shutil.rmtree(_pending(landing, options.slot), ignore_errors=True)
+            write_durably(started, [json.dumps({"slot": options.slot, "tables": {}})])
+            command = f"CREATE_REPLICATION_SLOT {options.slot} LOGICAL wal2json (SNAPSHOT 'export')"
+        else:
             log.warning(
-                "the snapshot of slot %s never finished: taking it again from a new slot", options.slot
+                "the snapshot of slot %s stopped before it finished: the tables it had not copied are copied "
+                "in a new snapshot (a temporary slot); slot %s streams on",
+                options.slot,
+                options.slot,
             )
-            conn.execute("SELECT pg_drop_replication_slot(%s)", (options.slot,))
-            exists = False
-    if not exists:
-        write_durably(started, [json.dumps({"slot": options.slot})])
-        _snapshot(options, landing, state, summary)
-        started.unlink()
+            command = f"CREATE_REPLICATION_SLOT {_temporary(options.slot)} TEMPORARY LOGICAL wal2json " + (
+                "(SNAPSHOT 'export')"
+            )
+        _snapshot(options, command, started, summary)
+        _publish(landing, options.slot, started, state, summary)
     drain(options, summary)
     return summary
 
 
-def _snapshot(options: CaptureOptions, landing: Path, state: Path, summary: CaptureSummary) -> None:
-    """Create the slot exporting a snapshot, copy the included tables in it into one snapshot file, then
-    record it in ``state``. Killed before ``state`` is written, the next capture drops the slot and takes
-    the snapshot again (the snapshot file it writes then replaces this one: same slot, a new LSN, and the
-    half-written one was never renamed into place)."""
-    command = f"CREATE_REPLICATION_SLOT {options.slot} LOGICAL wal2json (SNAPSHOT 'export')"
-    point, counts, path = _copy_exported(
+def _pending(landing: Path, slot: str) -> Path:
+    """Where a snapshot's files wait until every table is copied (no run reads ``_`` folders)."""
+    return landing / "_capture" / f"{slot}.pending"
+
+
+def _temporary(slot: str) -> str:
+    return f"{slot[:55]}_copy"
+
+
+def _snapshot(options: CaptureOptions, command: str, started: Path, summary: CaptureSummary) -> None:
+    """Create a slot with ``command`` exporting a snapshot and copy, in that snapshot, each included table
+    that ``started`` does not list as copied yet into a file of its own in the pending folder, recording it
+    in ``started`` once the file is durable. A table copied at a later point than the capture's slot was
+    made starts there: the drain leaves out its changes committed up to that point (they are in its copy)."""
+    progress = json.loads(started.read_text(encoding="utf-8"))
+    copied: dict[str, Any] = progress.setdefault("tables", {})
+    pending = _pending(Path(options.landing), options.slot)
+    pending.mkdir(parents=True, exist_ok=True)
+
+    def done(table: SnapshotTable, point: int, rows: int, path: Path) -> None:
+        copied[table.qualified] = {"lsn": format_lsn(point), "rows": rows, "file": path.name}
+        write_durably(started, [json.dumps(progress, ensure_ascii=False)])
+        summary.snapshot_lsn = format_lsn(point)
+        summary.snapshot_rows[table.qualified] = rows
+
+    _copy_exported(
         options,
         command,
-        options.included,
-        lambda lsn: f"{options.slot}-{lsn:016X}-snapshot.json",
+        lambda table: options.included(table) and table not in copied,
+        lambda lsn, n: pending / f"{options.slot}-{lsn:016X}-snapshot-{n:04d}.json",
         lambda rows, tables, lsn, taken: snapshot_transaction(rows, lsn, taken),
+        done,
     )
-    record = {"slot": options.slot, "snapshot_lsn": format_lsn(point), "tables": counts, "file": path.name}
+
+
+def _publish(landing: Path, slot: str, started: Path, state: Path, summary: CaptureSummary) -> None:
+    """Every table copied: the snapshot's files into the landing folder (a file already moved by a capture
+    killed half-way through this is skipped), then the state recorded and the pending folder removed."""
+    progress = json.loads(started.read_text(encoding="utf-8"))
+    pending = _pending(landing, slot)
+    for entry in progress["tables"].values():
+        source = pending / entry["file"]
+        if source.exists():
+            os.replace(source, landing / entry["file"])
+        summary.files.append(str(landing / entry["file"]))
+    sync_folder(landing)
+    tables = progress["tables"]
+    first = min((parse_lsn(t["lsn"]) for t in tables.values()), default=None)
+    record = {
+        "slot": slot,
+        "snapshot_lsn": format_lsn(first) if first is not None else summary.snapshot_lsn,
+        "tables": {name: t["rows"] for name, t in tables.items()},
+        "starts": {name: t["lsn"] for name, t in tables.items()},
+        "files": {name: t["file"] for name, t in tables.items()},
+    }
     write_durably(state, [json.dumps(record, ensure_ascii=False)])
-    summary.snapshot_lsn = format_lsn(point)
-    summary.snapshot_rows = counts
-    summary.files.append(str(path))
+    started.unlink()
+    shutil.rmtree(pending, ignore_errors=True)
+    summary.snapshot_rows = dict(record["tables"])  # type: ignore[arg-type]
 
 
 def resnapshot(options: CaptureOptions, patterns: Sequence[str]) -> CaptureSummary:
@@ -172,21 +221,27 @@ def resnapshot(options: CaptureOptions, patterns: Sequence[str]) -> CaptureSumma
     command = f"CREATE_REPLICATION_SLOT {slot} TEMPORARY LOGICAL wal2json (SNAPSHOT 'export')"
     with connect(options.dsn) as conn:
         check_source(conn)
-    point, counts, path = _copy_exported(
+    summary = CaptureSummary(options.slot)
+    landing = Path(options.landing)
+
+    def done(table: SnapshotTable, point: int, rows: int, path: Path) -> None:
+        summary.snapshot_lsn = format_lsn(point)
+        summary.snapshot_rows[table.qualified] = rows
+        summary.files.append(str(path))
+
+    _copy_exported(
         options,
         command,
         chosen,
-        lambda lsn: f"{options.slot}-{lsn:016X}-resnapshot.json",
+        lambda lsn, n: landing / f"{options.slot}-{lsn:016X}-resnapshot-{n:04d}.json",
         lambda rows, tables, lsn, taken: snapshot_transaction(rows, lsn, taken, truncated=tables),
+        done,
     )
-    if not counts:
-        path.unlink()
+    if not summary.files:
         raise ConfigError(
             f"--resnapshot {' '.join(patterns)}: no captured table matches: expected a pattern on "
             "schema.table naming tables the capture includes"
         )
-    summary = CaptureSummary(options.slot, snapshot_lsn=format_lsn(point), snapshot_rows=counts)
-    summary.files.append(str(path))
     return summary
 
 
@@ -194,14 +249,15 @@ def _copy_exported(
     options: CaptureOptions,
     command: str,
     include: Callable[[str], bool],
-    name: Callable[[int], str],
+    name: Callable[[int, int], Path],
     render: Callable[
         [Iterator[tuple[SnapshotTable, tuple[str | None, ...]]], list[SnapshotTable], int, str], Iterator[str]
     ],
-) -> tuple[int, dict[str, int], Path]:
-    """Create a slot with ``command`` (exporting a snapshot), copy the tables ``include`` accepts in that
-    snapshot into the landing file ``name(consistent point)``, its lines made by ``render``; return the
-    point, the rows per table and the file."""
+    done: Callable[[SnapshotTable, int, int, Path], None],
+) -> None:
+    """Create a slot with ``command`` (exporting a snapshot) and copy each table ``include`` accepts, in that
+    snapshot, into the file ``name(consistent point, n)`` (its lines made by ``render``), calling ``done``
+    with the table, the point, its rows and the file once the file is durable."""
     import psycopg
 
     replication = psycopg.connect(options.dsn, autocommit=True, replication="database")
@@ -222,12 +278,14 @@ def _copy_exported(
             taken = str(copy.execute("SELECT now()::text").fetchone()[0])  # type: ignore[index]
             tables = [t for t in source_tables(copy) if include(t.qualified)]
             lock_tables(copy, tables)
-            path = Path(options.landing) / name(point)
-            counts: dict[str, int] = {}
-            write_durably(path, render(_rows(copy, tables, counts), tables, point, taken))
+            for n, table in enumerate(tables):
+                counts: dict[str, int] = {}
+                path = name(point, n)
+                write_durably(path, render(_rows(copy, [table], counts), [table], point, taken))
+                done(table, point, counts[table.qualified], path)
+                log.info("copied %s: %d row(s) into %s", table.qualified, counts[table.qualified], path.name)
     finally:
         replication.close()  # the exported snapshot (and a temporary slot) end with this connection
-    return point, counts, path
 
 
 def _rows(
@@ -251,7 +309,6 @@ def _rows(
             for row in cursor:
                 counts[table.qualified] += 1
                 yield table, tuple(row)
-        log.info("copied %s: %d row(s)", table.qualified, counts[table.qualified])
 
 
 def _text(value: bytes | None) -> str:

@@ -5,7 +5,9 @@ A drain reads everything the slot holds up to the WAL position current when it b
 being held in memory), keeps the changes of the captured tables, writes them into landing files cut at
 transaction ends (``resolver.landing_files.LandingParts``), and only once every file is durable confirms
 that position to the slot. A transaction with no captured change leaves no line (its position is confirmed
-all the same: WAL does not pile up behind quiet tables). Needs psycopg 3, no Spark.
+all the same: WAL does not pile up behind quiet tables). A table whose snapshot was copied after the slot
+was made (a capture killed during its snapshot copies the tables it had not finished at a later point)
+has its changes committed up to that point left out: they are in its copy. Needs psycopg 3, no Spark.
 """
 
 from __future__ import annotations
@@ -38,11 +40,21 @@ STREAM_OPTIONS = {
 }
 
 
+def _starts(state: Path) -> dict[str, int]:
+    """Each copied table's snapshot point: its changes committed up to it are in its copy."""
+    if not state.exists():
+        return {}
+    starts = json.loads(state.read_text(encoding="utf-8")).get("starts", {})
+    return {name: parse_lsn(lsn) for name, lsn in starts.items()}
+
+
 def drain(options: CaptureOptions, summary: CaptureSummary) -> None:
     """Everything the slot holds up to the WAL position current now into landing files (none when no
     captured table changed), then that position confirmed to the slot."""
     flat = [item for pair in STREAM_OPTIONS.items() for item in pair]
     parts = LandingParts(Path(options.landing), options.slot, options.file_bytes)
+    starts = _starts(Path(options.landing) / "_capture" / f"{options.slot}.json")
+    commit = 0  # the commit LSN of the transaction being read
     kept = 0  # changes of captured tables
     with connect(options.dsn) as conn:
         upto = str(conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0])  # type: ignore[index]
@@ -59,6 +71,7 @@ def drain(options: CaptureOptions, summary: CaptureSummary) -> None:
                 action = record["action"]
                 if action == "B":
                     begin, opened = str(text), False
+                    commit = parse_lsn(record["nextlsn"])
                     continue
                 if action == "C":
                     if opened:
@@ -66,8 +79,10 @@ def drain(options: CaptureOptions, summary: CaptureSummary) -> None:
                         parts.transaction_ended(parse_lsn(record["nextlsn"]))
                     begin, opened = None, False
                     continue
-                if "table" in record and not options.included(f"{record['schema']}.{record['table']}"):
-                    continue
+                if "table" in record:
+                    table = f"{record['schema']}.{record['table']}"
+                    if not options.included(table) or commit <= starts.get(table, -1):
+                        continue  # not captured, or in the table's copy (made after the slot)
                 if begin is not None and not opened:
                     parts.write(begin)
                     opened = True

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
-__all__ = ["LandingParts", "write_durably"]
+__all__ = ["LandingParts", "sync_folder", "write_durably"]
 
 
 def write_durably(path: Path, lines: Iterable[str]) -> None:
@@ -26,11 +26,16 @@ def _durable_rename(out: IO[str], tmp: Path, path: Path) -> None:
     out.flush()
     os.fsync(out.fileno())
     os.replace(tmp, path)
-    folder = os.open(path.parent, os.O_RDONLY)
+    sync_folder(path.parent)
+
+
+def sync_folder(folder: Path) -> None:
+    """Flush a folder's entries (files created, renamed or moved into it) to disk."""
+    handle = os.open(folder, os.O_RDONLY)
     try:
-        os.fsync(folder)
+        os.fsync(handle)
     finally:
-        os.close(folder)
+        os.close(handle)
 
 
 class LandingParts:

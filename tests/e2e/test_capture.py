@@ -48,6 +48,12 @@ BIG_SQL = (
     f"ELSE 'b' || g END FROM generate_series(0, {BIG_ROWS - 1}) g;\n"
     f"INSERT INTO big_log SELECT g, 'm' || g, g / 100.0 FROM generate_series(1, {BIG_ROWS}) g;"
 )
+#: one transaction committed between the killed capture and the next one
+BETWEEN = (
+    "UPDATE big SET body = 'between ' || b WHERE a = 5 AND b < 10",
+    "UPDATE big_log SET msg = 'between' WHERE rid BETWEEN 200 AND 210",
+    "DELETE FROM big_log WHERE rid BETWEEN 300 AND 305",
+)
 #: one transaction committed while the snapshot is taken
 BIG_WRITER = (
     "UPDATE big SET body = 'new ' || b WHERE a = 1 AND b < 30",  # TOASTed values replaced
@@ -79,8 +85,8 @@ def test_every_value_a_snapshot_copies_prints_what_wal2json_prints(pg_db: PgData
     d.run_workload(pg_db, d.Workload(SEED).transactions(3))  # the first three insert into every table
     streamed = _inserts(pg_db.capture("stream", 2))
     summary = capture_once(CaptureOptions(pg_db.dsn, str(tmp_path / "landing"), "snap"))
-    assert summary.snapshot_lsn is not None and len(summary.files) == 1, summary.lines()
-    copied = _inserts(Path(summary.files[0]).read_text(encoding="utf-8").splitlines())
+    assert summary.snapshot_lsn is not None and len(summary.files) == len(d.TABLES), summary.lines()
+    copied = _inserts([x for f in summary.files for x in Path(f).read_text(encoding="utf-8").splitlines()])
     assert {t for t, _, _ in copied} == {t.qualified for t in d.TABLES}
     assert copied == streamed
 
@@ -121,6 +127,10 @@ def test_a_database_with_rows_before_its_slot_becomes_an_equal_lake(
         landing / "_capture" / "shop.json"
     ).exists()
     assert not list(landing.glob("*.json")), "a copy cut short is never visible"
+    big_at_kill = _big_state(pg_db)
+    # committed after the slot, before the second capture's copy: the stream brings it to public.big (copied
+    # at the slot's point); public.big_log is copied after it, so its copy holds it and the stream must not
+    pg_db.execute("BEGIN;\n" + ";\n".join(BETWEEN) + ";\nCOMMIT;")
 
     second = _capture(pg_db, landing)
     second.until("created at")
@@ -133,7 +143,10 @@ def test_a_database_with_rows_before_its_slot_becomes_an_equal_lake(
     assert status == 0, "\n".join(second.seen)
     assert "snapshot " in printed and "file written" in printed, printed
     state = json.loads((landing / "_capture" / "shop.json").read_text())
-    assert state["tables"]["public.big"] == state["tables"]["public.big_log"] == BIG_ROWS, state
+    rows = state["tables"]
+    assert (rows["public.big"], rows["public.big_log"]) == (BIG_ROWS, BIG_ROWS - 6), (
+        state
+    )  # 6 deleted between
 
     after = d.run_workload(pg_db, transactions[BEFORE + AFTER // 2 :])
     third = _capture(pg_db, landing)
@@ -148,7 +161,13 @@ def test_a_database_with_rows_before_its_slot_becomes_an_equal_lake(
     big_after = _big_state(pg_db)
 
     files = sorted(landing.glob("*.json"))
-    assert files[0].name.endswith("-snapshot.json") and len(files) >= 3, files
+    copies = {name: landing / file for name, file in state["files"].items()}
+    starts = {name: parse_lsn(lsn) for name, lsn in state["starts"].items()}
+    # the first capture finished public.accounts and public.big: they start where the slot was made; the
+    # second one copied the others, later
+    first = min(starts.values())
+    assert starts["public.accounts"] == starts["public.big"] == first < starts["public.logs"], starts
+    assert sorted(copies.values()) == [f for f in files if "-snapshot-" in f.name], files
     pipeline = pipeline_file(tmp_path, max_files_per_batch=100)
     summary = run_pipeline(spark, str(pipeline))
     assert not summary.failed_tables and sum(b.quarantined for b in summary.batches) == 0, summary.lines()
@@ -156,29 +175,28 @@ def test_a_database_with_rows_before_its_slot_becomes_an_equal_lake(
     assert sorted(p.name for p in (lake / "silver").iterdir()) == sorted(
         n for t in (*LAKE_TABLES, *BIG) for n in (t.qualified, f"{t.qualified}__history")
     )
-    taken = json.loads(files[0].read_text(encoding="utf-8").splitlines()[0])
-    point = parse_lsn(taken["nextlsn"])
     commits = [*during, *after]
-    frames = {
-        f.xid: f for p in files[1:] for f in d.read_frames(p.read_text(encoding="utf-8").splitlines(), 2)
-    }
-    workload = [
-        f for f in frames.values() if f.xid in {c.xid for c in commits}
-    ]  # each once: a file read twice too
-    snapshot = d.Commit(-1, 0, before[-1].state)  # the rows as the snapshot saw them, at its LSN
-    start = d.Frame(0, point, d.commit_time(taken["timestamp"]), [])
-    timeline = d.map_commits(
-        [snapshot, *commits], [start, *sorted(workload, key=lambda f: f.lsn)], LAKE_TABLES
-    )
-    problems = d.check_lake(d.collect_silver(spark, lake, LAKE_TABLES), timeline, LAKE_TABLES)
+    drained = [p for p in files if "-snapshot-" not in p.name]
+    frames = {f.xid: f for p in drained for f in d.read_frames(p.read_text(encoding="utf-8").splitlines(), 2)}
+    workload = sorted((f for f in frames.values() if f.xid in {c.xid for c in commits}), key=lambda f: f.lsn)
+    silver = d.collect_silver(spark, lake, LAKE_TABLES)
+    problems = []
+    for t in LAKE_TABLES:  # from each table's own copy: the rows as it saw them, at its point
+        taken = json.loads(copies[t.qualified].read_text(encoding="utf-8").splitlines()[0])
+        start = d.Frame(0, parse_lsn(taken["nextlsn"]), d.commit_time(taken["timestamp"]), [])
+        snapshot = d.Commit(-1, 0, before[-1].state)  # nothing committed between the two captures' copies
+        timeline = d.map_commits([snapshot, *commits], [start, *workload], [t])
+        problems += d.check_lake(silver, timeline, [t])
     assert not problems, "\n".join(problems[:30])
     big = d.collect_silver(spark, lake, BIG)
     for t in BIG:
         problems += d.diff_table(t, big_after[t.name], big.snapshot[t.name], "snapshot vs PostgreSQL now")
-        at_point = d.as_of_lsn(big.history[t.name], point)
-        problems += d.diff_table(t, big_before[t.name], at_point, "history at the consistent point")
+        point = starts[t.qualified]
+        at_start = big_at_kill if point == first else big_before  # the state its copy saw
+        problems += d.diff_table(t, at_start[t.name], d.as_of_lsn(big.history[t.name], point), "at its copy")
+        problems += d.diff_table(t, {}, d.as_of_lsn(big.history[t.name], point - 1), "before its copy")
     assert not problems, "\n".join(problems[:30])
-    assert big_before != big_after  # the writer's changes reached the lake through the stream
+    assert big_at_kill != big_before != big_after  # the changes reached the lake through the stream
 
 
 def test_a_slot_that_capture_did_not_make_is_refused_in_one_line(pg_db: PgDatabase, tmp_path: Path) -> None:
@@ -190,10 +208,10 @@ def test_a_slot_that_capture_did_not_make_is_refused_in_one_line(pg_db: PgDataba
         capture_once(CaptureOptions(pg_db.dsn, str(landing), "Not-A-Slot"))
 
 
-def test_a_snapshot_cut_short_is_taken_again_from_a_new_slot(pg_db: PgDatabase, tmp_path: Path) -> None:
-    """Killed while copying: its slot exists, its ``.started`` mark is in the landing folder, no state and
-    no snapshot file (the copy was never renamed into place). The next capture drops that slot and takes
-    the snapshot again."""
+def test_a_snapshot_cut_short_is_finished_by_the_next_capture(pg_db: PgDatabase, tmp_path: Path) -> None:
+    """Killed while copying, before any table was finished: its slot exists, its ``.started`` record is in
+    the landing folder, no state and no snapshot file (a copy is never visible before every table is). The
+    next capture keeps that slot streaming and copies the tables in a new snapshot."""
     pg_db.execute(d.SCHEMA_SQL)
     d.run_workload(pg_db, d.Workload(SEED).transactions(3))
     landing = tmp_path / "landing"
@@ -206,7 +224,9 @@ def test_a_snapshot_cut_short_is_taken_again_from_a_new_slot(pg_db: PgDatabase, 
     assert not (landing / "_capture" / "cut.started").exists()
     state = json.loads((landing / "_capture" / "cut.json").read_text())
     assert state["snapshot_lsn"] == summary.snapshot_lsn and state["tables"] == summary.snapshot_rows
-    assert [p.name for p in landing.glob("*.json")] == [Path(summary.files[0]).name]
+    assert sorted(p.name for p in landing.glob("*.json")) == sorted(Path(f).name for f in summary.files)
+    assert len(summary.files) == len(d.TABLES) and not (landing / "_capture" / "cut.pending").exists()
+    assert pg_db.query("SELECT 1 FROM pg_replication_slots WHERE slot_name = 'cut'")  # kept: it streams on
 
 
 def test_a_table_copied_again_replaces_what_the_lake_lost(
@@ -238,7 +258,7 @@ def test_a_table_copied_again_replaces_what_the_lake_lost(
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    after = sorted(str(p) for p in landing.glob("again-*-resnapshot.json"))
+    after = sorted(str(p) for p in landing.glob("again-*-resnapshot-*.json"))
     assert len(after) == 1 and "snapshot             50 row(s) of 1 table(s)" in done.stdout, done.stdout
     assert not pg_db.query("SELECT 1 FROM pg_replication_slots WHERE slot_name = 'again_resnap'")  # temporary
     pg_db.execute("UPDATE public.t SET v = 'later' WHERE id = 30")  # only the stream carries this one
