@@ -21,7 +21,6 @@ import fnmatch
 import json
 import logging
 import os
-import re
 import shutil
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 from resolver.capture_drain import STREAM_OPTIONS, drain
 from resolver.capture_source import (
     SESSION_SETTINGS,
+    SLOT_NAME,
+    SLOT_NAME_EXPECTED,
     check_source,
     connect,
     lock_tables,
@@ -48,8 +49,6 @@ if TYPE_CHECKING:
 __all__ = ["STREAM_OPTIONS", "CaptureOptions", "CaptureSummary", "capture_once", "resnapshot"]
 
 log = logging.getLogger(__name__)
-
-_SLOT = re.compile(r"[a-z0-9_]{1,63}")
 
 
 @dataclass(frozen=True)
@@ -99,10 +98,8 @@ class CaptureSummary:
 def capture_once(options: CaptureOptions) -> CaptureSummary:
     """Take the slot's snapshot if it was never taken, drain the slot up to the WAL position current now
     into a landing file, confirm that position and return what was done (``resolver capture --once``)."""
-    if not _SLOT.fullmatch(options.slot):
-        raise ConfigError(
-            f"--slot {options.slot!r}: expected a replication slot name (1-63 lower-case letters, digits, _)"
-        )
+    if not SLOT_NAME.fullmatch(options.slot):
+        raise ConfigError(f"--slot {options.slot!r}: expected {SLOT_NAME_EXPECTED}")
     landing = Path(options.landing)
     state = landing / "_capture" / f"{options.slot}.json"
     started = state.with_suffix(".started")

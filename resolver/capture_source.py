@@ -5,6 +5,7 @@ what is expected (docs/capture.md, "Requirements"). Needs psycopg 3 (the ``[capt
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +15,16 @@ from resolver.snapshot_records import SnapshotColumn, SnapshotTable
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["SESSION_SETTINGS", "check_source", "connect", "lock_tables", "slot_error", "source_tables"]
+__all__ = [
+    "SESSION_SETTINGS",
+    "SLOT_NAME",
+    "SLOT_NAME_EXPECTED",
+    "check_source",
+    "connect",
+    "lock_tables",
+    "slot_error",
+    "source_tables",
+]
 
 #: The settings of every session that prints values (the snapshot's copy and the slot's decoding): the
 #: README's PGOPTIONS, so copied and streamed values print the same text.
@@ -26,6 +36,9 @@ SESSION_SETTINGS = {
     "IntervalStyle": "postgres",
 }
 _SYSTEM_SCHEMAS = ("pg_catalog", "information_schema")
+#: what a replication slot's name may be, and the words that say so
+SLOT_NAME = re.compile(r"[a-z0-9_]{1,63}")
+SLOT_NAME_EXPECTED = "a replication slot name (1-63 lower-case letters, digits, _)"
 
 
 def connect(dsn: str) -> psycopg.Connection[Any]:

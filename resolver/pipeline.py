@@ -36,12 +36,12 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import re
 from enum import StrEnum
 from pathlib import Path
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from resolver.capture_source import SLOT_NAME, SLOT_NAME_EXPECTED
 from resolver.errors import ConfigError
 from resolver.input_files import local_listing
 from resolver.kafka_config import KafkaSource
@@ -167,10 +167,8 @@ class CaptureSettings(ResolverModel):
     @field_validator("slot")
     @classmethod
     def _slot_name(cls, value: str) -> str:
-        if not re.fullmatch(r"[a-z0-9_]{1,63}", value):
-            raise ValueError(
-                f"found {value!r} (expected a replication slot name: 1-63 lower-case letters, digits, _)"
-            )
+        if not SLOT_NAME.fullmatch(value):
+            raise ValueError(f"found {value!r} (expected {SLOT_NAME_EXPECTED})")
         return value
 
     @model_validator(mode="after")

@@ -68,7 +68,7 @@ def test_a_pipeline_file_gives_the_folder_the_tables_the_slot_and_the_dsn(
         (
             PIPELINE.replace("slot: shop", "slot: Shop"),
             (),
-            "pipeline.yaml: capture.slot: found 'Shop' (expected a replication slot name: 1-63 lower-case",
+            "pipeline.yaml: capture.slot: found 'Shop' (expected a replication slot name (1-63 lower-case",
         ),
         (PIPELINE.replace("dsn_env: SHOP_DSN", "dsn: a, dsn_env: B"), (), "found both dsn and dsn_env"),
         (None, ("--dsn", "x", "--landing", "l", "--slot", "s", "--interval", "0"), "--interval 0: expected"),
