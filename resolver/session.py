@@ -33,6 +33,11 @@ _DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # PySpark's DataFrame debugging records the Python call site of every DataFrame and Column call in the
+    # JVM (an active-session lookup, a settings read, a stack capture and two more JVM calls each): with it
+    # off, building a typical expression and select took 9 ms instead of 22 (bench/README.md, "Python call
+    # overhead"); only the call site in the text of an error raised inside Spark is lost.
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
     "spark.databricks.delta.snapshotPartitions": "2",
     "spark.databricks.delta.merge.repartitionBeforeWrite.enabled": "true",
     # the resolver's MERGE sources are local checkpoints (deterministic): no second copy is needed
