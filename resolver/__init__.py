@@ -22,6 +22,8 @@ from resolver.policy import Policies, Policy
 from resolver.wal2json import format_lsn, parse_lsn, read_lines
 
 __all__ = [
+    "CaptureOptions",
+    "CaptureSummary",
     "ChangeEvent",
     "ConfigError",
     "Format",
@@ -36,6 +38,7 @@ __all__ = [
     "TableSummary",
     "apply_changes",
     "as_of",
+    "capture_once",
     "format_lsn",
     "ingest",
     "local_session",
@@ -51,6 +54,9 @@ __all__ = [
 ]
 
 _LAZY = {
+    "CaptureOptions": "resolver.capture",
+    "CaptureSummary": "resolver.capture",
+    "capture_once": "resolver.capture",
     "apply_changes": "resolver.silver",
     "ingest": "resolver.bronze",
     "local_session": "resolver.session",

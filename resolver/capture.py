@@ -97,7 +97,16 @@ class CaptureSummary:
 
 def capture_once(options: CaptureOptions) -> CaptureSummary:
     """Take the slot's snapshot if it was never taken, drain the slot up to the WAL position current now
-    into a landing file, confirm that position and return what was done (``resolver capture --once``)."""
+    into a landing file, confirm that position and return what was done (``resolver capture --once``).
+
+    Example::
+
+        from resolver import CaptureOptions, capture_once
+        # the database "shop" on the server PGHOST, PGPORT and PGUSER name; its tables of schema public
+        summary = capture_once(CaptureOptions("dbname=shop", "landing/", "shop", include=("public.*",)))
+        for line in summary.lines():   # the snapshot's rows, the records drained, the files written
+            print(line)
+    """
     if not SLOT_NAME.fullmatch(options.slot):
         raise ConfigError(f"--slot {options.slot!r}: expected {SLOT_NAME_EXPECTED}")
     landing = Path(options.landing)

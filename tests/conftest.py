@@ -20,7 +20,8 @@ from tests.harness.fixtures import captures, kafka_broker, pg_db, pg_server, s3_
 #: ``resolver`` commands in child processes, the README's and docstrings' examples, the bench's checks, the
 #: property campaigns, and lakes built whole to compare or maintain). The harnesses that start the servers
 #: and children are in tests/harness; the workloads and checks the modules share are tests/difftest.py,
-#: tests/reference.py, tests/samplelake.py and tests/pipelines.py. No test module imports another.
+#: tests/reference.py, tests/samplelake.py, tests/pipelines.py and tests/docexamples.py. No test module
+#: imports another.
 
 
 #: The tests' session interprets expressions instead of compiling them to Java. On test-sized data (a few

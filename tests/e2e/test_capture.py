@@ -4,6 +4,8 @@ nothing twice — and every value a snapshot copies prints exactly what wal2json
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import signal
 import subprocess
@@ -18,7 +20,8 @@ from resolver import ingest, run_pipeline
 from resolver.capture import CaptureOptions, capture_once
 from resolver.lsn import parse_lsn
 from tests import difftest as d
-from tests.harness.postgres import SESSION_SETTINGS, PgDatabase
+from tests.docexamples import example
+from tests.harness.postgres import SESSION_SETTINGS, PgDatabase, PgServer
 from tests.harness.processes import Resolver
 from tests.pipelines import pipeline_file
 
@@ -197,6 +200,32 @@ def test_a_database_with_rows_before_its_slot_becomes_an_equal_lake(
         problems += d.diff_table(t, {}, d.as_of_lsn(big.history[t.name], point - 1), "before its copy")
     assert not problems, "\n".join(problems[:30])
     assert big_at_kill != big_before != big_after  # the changes reached the lake through the stream
+
+
+def test_the_library_example_lands_a_database(
+    pg_server: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``capture_once``'s docstring example, run as written against a database ``shop`` reached through the
+    libpq variables it names (tests/e2e/test_docstrings.py runs the examples that need no database)."""
+    shop = pg_server.create_database("shop")
+    try:
+        shop.execute("CREATE TABLE public.orders (id int PRIMARY KEY, status text)")
+        shop.execute("INSERT INTO public.orders VALUES (1, 'new'), (2, 'paid')")
+        for name, value in (("PGHOST", "127.0.0.1"), ("PGPORT", str(pg_server.port)), ("PGUSER", "postgres")):
+            monkeypatch.setenv(name, value)
+        monkeypatch.chdir(tmp_path)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile(example(capture_once), "<example of capture_once>", "exec"), {})
+        printed = out.getvalue()
+        assert "snapshot             2 row(s) of 1 table(s)" in printed, printed
+        written = [Path(line.split()[-1]) for line in printed.splitlines() if line.startswith("file written")]
+        assert len(written) == 1 and written[0].name.startswith("shop-"), printed
+        records = [json.loads(line) for line in (tmp_path / written[0]).read_text().splitlines()]
+        rows = sorted(tuple(c["value"] for c in r["columns"]) for r in records if r["action"] == "I")
+        assert rows == [(1, "new"), (2, "paid")], records
+    finally:
+        pg_server.drop_database("shop")
 
 
 def test_a_slot_that_capture_did_not_make_is_refused_in_one_line(pg_db: PgDatabase, tmp_path: Path) -> None:

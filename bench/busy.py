@@ -1,0 +1,124 @@
+"""G10, a busy database: PostgreSQL's own TPC-B workload (pgbench) captured by ``resolver capture`` and
+applied to a lake, on a private PostgreSQL 15 + wal2json (the tests' harness):
+
+    python -m bench.busy                                     # scale 10, 20,000 transactions, rates 250..1000
+    python -m bench.busy --scale 1 --transactions 2000 --rates 100,200 --seconds 60     # a quick look
+
+1. ``pgbench -i -s SCALE`` (100,000 accounts per scale unit), ``pgbench_history`` made ``REPLICA IDENTITY
+   FULL`` (pgbench gives it no key), then ``capture_once``: the slot, its snapshot files.
+2. **Initial load**: the snapshot files applied as one ``ingest`` (rows per second).
+3. **One batch** (goal: >= 10,000 events per second): ``pgbench -c CLIENTS -t ...`` runs ``--transactions``
+   TPC-B transactions (3 updates and 1 insert each), one ``capture_once`` lands them, and one ``ingest``
+   applies every landed file: events per second of that ingest.
+4. **Keep-up** (goal: ratio <= 1 at 1,000 transactions per second): for each ``--rates`` rate, ``pgbench -R
+   RATE -T SECONDS`` while a capture lands the changes every ``--period`` seconds of the source's time, then
+   each period's files are applied by one ``ingest``, as a scheduled ``resolver run`` would: the ratio is
+   the sum of the ingests' seconds over the production's. The highest rate whose ratio is <= 1 is printed.
+
+One warm SparkSession (``resolver.local_session``). Prints the machine's load average with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+
+def _pgbench(db, *args: str) -> None:  # type: ignore[no-untyped-def]
+    from tests.harness.postgres import find_bindir
+
+    command = [str(find_bindir() / "pgbench"), *args, db.dsn]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"pgbench {' '.join(args)} failed: {done.stderr.strip()[-500:]}")
+
+
+def _files(summary) -> list[str]:  # type: ignore[no-untyped-def]
+    return list(summary.files)
+
+
+def _timed_ingest(spark, files: list[str], lake: Path) -> tuple[float, int]:  # type: ignore[no-untyped-def]
+    from resolver import ingest
+
+    began = time.perf_counter()
+    result = ingest(spark, files, str(lake), "wal2json-v2")
+    seconds = time.perf_counter() - began
+    assert result.quarantined == 0, result
+    return seconds, result.accepted
+
+
+def keep_up(spark, db, options, rate: int, seconds: int, period: int, lake: Path) -> float:  # type: ignore[no-untyped-def]
+    """The keep-up ratio at ``rate`` transactions per second: the ingests' seconds over ``seconds``."""
+    from resolver.capture import capture_once
+
+    periods: list[list[str]] = []
+    producer = threading.Thread(target=_pgbench, args=(db, "-n", "-c", "4", "-j", "2", "-R", str(rate),
+                                                       "-T", str(seconds)))  # fmt: skip
+    began = time.monotonic()
+    producer.start()
+    while producer.is_alive():
+        producer.join(max(0.0, began + period * (len(periods) + 1) - time.monotonic()))
+        periods.append(_files(capture_once(options)))
+    applied = 0.0
+    for files in periods:
+        if files:
+            applied += _timed_ingest(spark, files, lake)[0]
+    return applied / seconds
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.busy", description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=int, default=10, help="pgbench scale (100,000 accounts each)")
+    parser.add_argument("--transactions", type=int, default=20_000, help="TPC-B transactions of the batch")
+    parser.add_argument("--rates", default="250,500,1000", help="transactions per second to keep up with")
+    parser.add_argument("--seconds", type=int, default=120, help="production time of each rate")
+    parser.add_argument("--period", type=int, default=60, help="seconds of source time per scheduled run")
+    parser.add_argument("--keep", action="store_true", help="keep the files in the temporary folder")
+    args = parser.parse_args(argv)
+    from resolver import local_session
+    from resolver.capture import CaptureOptions, capture_once
+    from tests.harness.postgres import PgServer
+
+    work = Path(tempfile.mkdtemp(prefix="bench-busy-"))
+    spark = local_session("bench-busy")
+    lines = []
+    try:
+        with PgServer() as server:
+            db = server.create_database("bench")
+            _pgbench(db, "-i", "-s", str(args.scale), "-q")
+            db.execute("ALTER TABLE public.pgbench_history REPLICA IDENTITY FULL")
+            options = CaptureOptions(db.dsn, str(work / "landing"), "busy", ("public.pgbench_*",))
+            snapshot = capture_once(options)
+            lake = work / "lake"
+            load, rows = _timed_ingest(spark, _files(snapshot), lake)
+            lines.append(f"initial load   {rows} rows in {load:.1f} s = {rows / load:,.0f} rows/s")
+            _pgbench(db, "-n", "-c", "4", "-j", "2", "-t", str(args.transactions // 4))
+            batch, events = _timed_ingest(spark, _files(capture_once(options)), lake)
+            lines.append(
+                f"one batch      {events} events of {args.transactions} transactions in {batch:.1f} s = "
+                f"{events / batch:,.0f} events/s (goal >= 10,000)"
+            )
+            held = []
+            for rate in [int(r) for r in args.rates.split(",") if r.strip()]:
+                ratio = keep_up(spark, db, options, rate, args.seconds, args.period, lake)
+                lines.append(f"keep-up        {rate} transactions/s: ratio {ratio:.2f} (goal <= 1)")
+                held += [rate] if ratio <= 1 else []
+            lines.append(f"highest rate kept up with: {max(held) if held else 'none'} transactions/s")
+    finally:
+        spark.stop()
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    lines.append(f"load average {os.getloadavg()[0]:.2f} (2 cores here)")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
