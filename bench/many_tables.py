@@ -16,7 +16,7 @@ TABLES = 20
 EVENTS = 100
 
 
-def _write(txns: list[Txn], tables: int, path: str) -> str:
+def write_tables(txns: list[Txn], tables: int, path: str) -> str:
     """The transactions once per table ``public.bench_00``, ``public.bench_01``, ...: each table's copy at
     its own commit LSNs (shifted by the table's number) and transaction ids, as one wal2json v2 file."""
     parts = []
@@ -38,8 +38,8 @@ def g9_many_tables(bench: Bench) -> Goal:
     runs = {}
     for tables in (1, TABLES):
         folder = bench._dir(f"g9-{tables}")  # noqa: SLF001
-        first = _write(work.batches[0].txns, tables, os.path.join(folder, "first.json"))
-        second = _write(work.batches[1].txns, tables, os.path.join(folder, "second.json"))
+        first = write_tables(work.batches[0].txns, tables, os.path.join(folder, "first.json"))
+        second = write_tables(work.batches[1].txns, tables, os.path.join(folder, "second.json"))
         seeded = os.path.join(folder, "lake")
         ingest(bench.spark, [first], seeded, "wal2json-v2")
         bench.log(f"  G9 a batch of {tables} table(s) x {EVENTS} events")

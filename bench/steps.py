@@ -3,6 +3,7 @@ the jobs of each step (``resolver.steps``: the description every job of a step c
 
     python -m bench.steps                                  # samples/seed000: batches 1, 2, 3, batch 1 again
     python -m bench.steps landing/0001.json landing/0002.json
+    python -m bench.steps --tables 20          # three batches of 100 events on each of 20 tables (G9's)
 
 Jobs and seconds are summed over the batch's tables (a step that runs no job is listed when it takes
 0.05 s or more); jobs no step claims (Delta's log replays on a thread between steps,
@@ -79,8 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.steps", description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="*", help="files to ingest, one batch each (default: samples/seed000)")
     parser.add_argument("--jobs", action="store_true", help="also list every job: step, call site, stages")
+    parser.add_argument("--tables", type=int, help="instead of files: 3 batches of 100 events on N tables")
     args = parser.parse_args(argv)
-    files = args.files or SEED000
     spark = local_session("bench-steps", spark__ui__retainedJobs="1000000")
     assert spark.sparkContext.getLocalProperty(DESCRIPTION) is None
     seen: set[int] = set()
@@ -90,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     steps_log.setLevel(logging.DEBUG)
     with tempfile.TemporaryDirectory(prefix="bench-steps-") as tmp:
         lake = os.path.join(tmp, "lake")
+        files = _many_tables(args.tables, tmp) if args.tables else args.files or SEED000
         for path in files:
             times.seconds.clear()
             start = time.perf_counter()
@@ -100,7 +102,9 @@ def main(argv: list[str] | None = None) -> int:
             seen.update(jobs)
             steps = collections.Counter(step_of(d) for d in jobs.values())
             tables = len(summary.tables)
-            print(f"{os.path.basename(path)}: {seconds:.1f} s, {len(jobs)} Spark jobs, {tables} table(s)")
+            per_table = f" ({len(jobs) / tables:.1f} per table)" if tables > 1 else ""
+            label = os.path.basename(path)
+            print(f"{label}: {seconds:.1f} s, {len(jobs)} Spark jobs{per_table}, {tables} table(s)")
             for name in (*STEPS, "(no step)"):
                 if steps[name] or times.seconds[name] >= 0.05:
                     took = f"{times.seconds[name]:6.2f} s" if name in times.seconds else " " * 8
@@ -112,6 +116,19 @@ def main(argv: list[str] | None = None) -> int:
                     )
     spark.stop()
     return 0
+
+
+def _many_tables(tables: int, folder: str) -> list[str]:
+    """Three batches of 100 events (``bench.workload``, seed 9), each on ``tables`` tables at once, as G9
+    writes them (``bench.many_tables``)."""
+    from bench.many_tables import EVENTS, write_tables
+    from bench.workload import Spec, generate
+
+    work = generate(Spec(batch_events=EVENTS, batches=3, seed=9))
+    return [
+        write_tables(batch.txns, tables, os.path.join(folder, f"batch{i + 1}-{tables}-tables.json"))
+        for i, batch in enumerate(work.batches)
+    ]
 
 
 if __name__ == "__main__":
