@@ -54,8 +54,8 @@ __all__ = [
 ]
 
 _LAZY = {
-    "CaptureOptions": "resolver.capture",
-    "CaptureSummary": "resolver.capture",
+    "CaptureOptions": "resolver.capture_options",
+    "CaptureSummary": "resolver.capture_options",
     "capture_once": "resolver.capture",
     "apply_changes": "resolver.silver",
     "ingest": "resolver.bronze",

@@ -10,7 +10,7 @@ import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from resolver.capture import CaptureOptions
+    from resolver.capture_options import CaptureOptions
 
 __all__ = ["add_capture", "capture"]
 
@@ -86,7 +86,7 @@ def add_capture(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 def _options(args: argparse.Namespace) -> tuple[CaptureOptions, float]:
     """The capture's options and interval: from the flags, or a pipeline file's ``capture:`` section, its
     source folder and its include/exclude (the flags override its dsn, slot, folder and interval)."""
-    from resolver.capture import CaptureOptions
+    from resolver.capture_options import CaptureOptions
     from resolver.errors import ConfigError
 
     interval = args.interval

@@ -15,14 +15,11 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from resolver.capture_options import CaptureOptions, CaptureSummary
 from resolver.capture_source import connect
 from resolver.landing_files import LandingParts
 from resolver.lsn import parse_lsn
-
-if TYPE_CHECKING:
-    from resolver.capture import CaptureOptions, CaptureSummary
 
 __all__ = ["STREAM_OPTIONS", "drain"]
 
