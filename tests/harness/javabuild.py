@@ -9,6 +9,7 @@ program (SIGTERM, then SIGKILL). Used by tests/harness/debezium.py and tests/har
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import hashlib
 import os
 import re
@@ -61,16 +62,29 @@ def cached_build(
     hash, with ``salt``, is ``inputs.sha256``).
 
     It is built beside itself in a temporary folder and renamed into place, so a concurrent process sees the
-    old folder, the new one or none, never half of one. Failures raise ``error`` with the step's output.
+    old folder, the new one or none, never half of one; the builds of all such folders take turns (a lock file
+    beside them: two test workers on a fresh machine would otherwise fetch jars into Maven's repository at
+    once). Failures raise ``error`` with the step's output.
     """
     wanted = inputs_hash(salt, sources, ["pom.xml", *java_files])
     stamp = cache / "inputs.sha256"
     if stamp.exists() and stamp.read_text().strip() == wanted:
         return cache
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    with open(cache.parent / ".build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp.exists() and stamp.read_text().strip() == wanted:  # built while this one waited
+            return cache
+        return _build(cache, sources, java_files, wanted, error)
+
+
+def _build(
+    cache: Path, sources: Path, java_files: Sequence[str], wanted: str, error: type[Exception]
+) -> Path:
+    stamp = cache / "inputs.sha256"
     for tool in ("mvn", "javac"):
         if shutil.which(tool) is None:
             raise error(f"building {cache.name} for the tests needs {tool} on PATH (Java 17+ and Maven)")
-    cache.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{cache.name}.build-", dir=cache.parent))
     try:
         pom = str(sources / "pom.xml")
