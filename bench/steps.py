@@ -30,7 +30,7 @@ SEED000 = [
 ]
 
 
-#: the steps ``resolver`` names (``resolver.bronze.ingest`` and ``resolver.apply.apply_table``), in order
+#: the steps ``resolver`` names (``resolver.batch.ingest`` and ``resolver.apply.apply_table``), in order
 STEPS = (
     "plan", "read and count", "quarantine", "bronze", "tables", "explode", "store merge", "store append",
     "affected keys", "read changes", "resolve", "read history", "diff history", "counts", "history merge",

@@ -22,6 +22,7 @@ from resolver.policy import Policies, Policy
 from resolver.wal2json import format_lsn, parse_lsn, read_lines
 
 __all__ = [
+    "BatchOptions",
     "CaptureOptions",
     "CaptureSummary",
     "ChangeEvent",
@@ -33,6 +34,7 @@ __all__ = [
     "Policies",
     "Policy",
     "QuarantineRecord",
+    "ReadWindow",
     "ResolverError",
     "RunSummary",
     "TableSummary",
@@ -58,7 +60,9 @@ _LAZY = {
     "CaptureSummary": "resolver.capture_options",
     "capture_once": "resolver.capture",
     "apply_changes": "resolver.silver",
-    "ingest": "resolver.bronze",
+    "BatchOptions": "resolver.batch_options",
+    "ReadWindow": "resolver.stitch_plan",
+    "ingest": "resolver.batch",
     "local_session": "resolver.session",
     "plan_changes": "resolver.plan",
     "read_wal2json": "resolver.read",

@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 from resolver import sql
 from resolver.explode import TableLayout
-from resolver.exploded import Exploded
+from resolver.exploded import Stored
 from resolver.merge import KeyRange, key_ranges, keys_of, range_sql
 from resolver.moves import linked_keys
 from resolver.resolve import collapse_untracked, resolve_versions
@@ -41,19 +41,15 @@ class Affected:
 
 
 def affected_keys(
-    exploded: Exploded,
-    all_changes: DataFrame,
-    layout: TableLayout,
-    meta: TableMeta,
-    *,
-    flags_hold: bool,
-    rekeyed: bool,
-    adopted: bool,
+    stored: Stored, layout: TableLayout, meta: TableMeta, *, rekeyed: bool, found_drops: bool
 ) -> Affected:
-    """The batch's affected keys. ``flags_hold``: the store marker's key-change and truncate flags and
-    its newest keyed LSN still describe the store before this batch (no scan needed); ``rekeyed``: the key
-    columns changed; ``adopted``: the batch brought truncates kept from before the table's first rows
-    (both affect every key)."""
+    """The batch's affected keys, looked up among the changes the store holds (``stored.held``). When the
+    store marker's key-change and truncate flags and its newest keyed LSN still describe the store before
+    this batch (``stored.flags_hold``, and no drops were found among the held rows just now:
+    ``found_drops``), no scan is needed. ``rekeyed``: the key columns changed; ``stored.adopted``: the
+    batch brought truncates kept from before the table's first rows (both affect every key)."""
+    exploded, all_changes, adopted = stored.exploded, stored.held, stored.adopted
+    flags_hold = stored.flags_hold and not found_drops
     rows = exploded.rows
     touched = (
         rows.select(key_hash(F.col("__key")).alias("node"))

@@ -19,9 +19,7 @@ from resolver.lake import (
     DROPS_PROPERTY,
     HOLDS_PROPERTY,
     SCHEMA_VERSION_PROPERTY,
-    changes_path,
-    history_path,
-    snapshot_path,
+    TablePaths,
 )
 from resolver.store import rekey
 from resolver.tables import open_tables
@@ -31,8 +29,10 @@ __all__ = ["BatchTables", "mark_applied", "open_batch_tables"]
 
 @dataclass
 class BatchTables:
-    """A table's Delta tables for this batch (None: a silver table its settings do not keep)."""
+    """A table's Delta tables for this batch (None: a silver table its settings do not keep), and where they
+    are."""
 
+    paths: TablePaths
     store: DeltaTable
     history: DeltaTable | None
     snapshot: DeltaTable | None
@@ -40,32 +40,31 @@ class BatchTables:
     deletion_vectors: bool  # deletion vectors were turned on for the silver tables now
 
 
-def open_batch_tables(spark: SparkSession, lake: str, layout: TableLayout) -> BatchTables:
+def open_batch_tables(spark: SparkSession, paths: TablePaths, layout: TableLayout) -> BatchTables:
     """The table's Delta tables, created or evolved, and re-keyed when its key columns changed."""
-    name = layout.table
-    store, history, snapshot = open_tables(spark, lake, layout)
-    rekeyed = rekey(spark, lake, layout, store, history, snapshot)
+    store, history, snapshot = open_tables(spark, paths, layout)
+    rekeyed = rekey(spark, paths, layout, store, history, snapshot)
     if rekeyed:  # the tables' schemas changed under these handles
-        store = DeltaTable.forPath(spark, changes_path(lake, name))
-        history = DeltaTable.forPath(spark, history_path(lake, name)) if history is not None else None
-        snapshot = DeltaTable.forPath(spark, snapshot_path(lake, name)) if snapshot is not None else None
-    silver = [(history_path(lake, name), history), (snapshot_path(lake, name), snapshot)]
-    return BatchTables(store, history, snapshot, rekeyed, deletion_vectors.turn_on(spark, layout, silver))
+        store = DeltaTable.forPath(spark, paths.changes)
+        history = DeltaTable.forPath(spark, paths.history) if history is not None else None
+        snapshot = DeltaTable.forPath(spark, paths.snapshot) if snapshot is not None else None
+    silver = [(paths.history, history), (paths.snapshot, snapshot)]
+    dv = deletion_vectors.turn_on(spark, layout, silver)
+    return BatchTables(paths, store, history, snapshot, rekeyed, dv)
 
 
 def mark_applied(
-    spark: SparkSession, lake: str, layout: TableLayout, tables: BatchTables, version: int, affected: Affected
+    spark: SparkSession, layout: TableLayout, tables: BatchTables, version: int, affected: Affected
 ) -> None:
     """The batch's last write: the store's marker (the silver tables now hold everything the store held at
     ``version``; the store takes no other commit during a batch, and a commit by anyone else only makes
     the marker stale), with the schema version and drop points the batch changed."""
-    name = layout.table
     store_props = {}
     if layout.schema_log and layout.extra["key"]:  # existing tables now have this schema version
         store_props[SCHEMA_VERSION_PROPERTY] = layout.extra["version"]
         for path, kept in (
-            (history_path(lake, name), tables.history is not None),
-            (snapshot_path(lake, name), tables.snapshot is not None),
+            (tables.paths.history, tables.history is not None),
+            (tables.paths.snapshot, tables.snapshot is not None),
         ):
             if kept:
                 set_properties(spark, path, {SCHEMA_VERSION_PROPERTY: layout.extra["version"]})
@@ -79,4 +78,4 @@ def mark_applied(
     if affected.newest_known:  # the newest keyed commit LSN held: a later batch after it has no late event
         holds["lsn"] = affected.newest
     store_props[HOLDS_PROPERTY] = json.dumps(holds)
-    set_properties(spark, changes_path(lake, name), store_props)
+    set_properties(spark, tables.paths.changes, store_props)

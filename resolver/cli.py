@@ -179,7 +179,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from resolver.bronze import ingest
+    from resolver.batch import ingest
+    from resolver.batch_options import BatchOptions
     from resolver.input_files import list_files, resolve_format
     from resolver.paths import is_uri
 
@@ -208,10 +209,10 @@ def _ingest(args: argparse.Namespace) -> int:
         unknown_columns=args.unknown_columns,
         unsafe_type_change=args.unsafe_type_changes,
     )
-    from resolver.lock import lake_lock, session_pids
+    from resolver.lock import Taker, lake_lock
 
-    with lake_lock(args.lake, f"ingest-{os.getpid()}", helper_pids=session_pids(spark), spark=spark):
-        summary = ingest(spark, files, args.lake, fmt, schemas, policies)
+    with lake_lock(args.lake, Taker.of_session(f"ingest-{os.getpid()}", spark)):
+        summary = ingest(spark, files, args.lake, fmt, schemas, BatchOptions(policies=policies))
     unapplied = [t for t in summary.tables if t.error]
     for t in unapplied:  # their events are in bronze: the same files ingested again after the fix apply them
         print(f"resolver: table {t.table} not applied: {t.error}", file=sys.stderr)

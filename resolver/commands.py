@@ -215,15 +215,13 @@ def _lake_and_tables(args: argparse.Namespace) -> tuple[SparkSession, list[str]]
 
 
 def _optimize(args: argparse.Namespace) -> int:
-    from resolver.lock import lake_lock, session_pids
+    from resolver.lock import Taker, lake_lock
     from resolver.maintenance import optimize
 
     started = time.monotonic()
     spark, tables = _lake_and_tables(args)
     print(f"resolver: optimizing {len(tables)} Delta table(s) of {args.lake}", file=sys.stderr)
-    with lake_lock(
-        args.lake, f"optimize-{os.getpid()}", args.wait, helper_pids=session_pids(spark), spark=spark
-    ):
+    with lake_lock(args.lake, Taker.of_session(f"optimize-{os.getpid()}", spark), args.wait):
         done = optimize(spark, args.lake, tables)
     header = ["table", "layout", "by", "files before", "removed", "added", "files after"]
     lines = [
@@ -249,7 +247,7 @@ def _optimize(args: argparse.Namespace) -> int:
 def _vacuum(args: argparse.Namespace) -> int:
     from contextlib import nullcontext
 
-    from resolver.lock import lake_lock, session_pids
+    from resolver.lock import Taker, lake_lock
     from resolver.maintenance import check_retention, vacuum
 
     check_retention(args.retain_hours, args.force)  # before Spark starts
@@ -263,9 +261,7 @@ def _vacuum(args: argparse.Namespace) -> int:
     lock = (
         nullcontext()
         if args.dry_run
-        else lake_lock(
-            args.lake, f"vacuum-{os.getpid()}", args.wait, helper_pids=session_pids(spark), spark=spark
-        )
+        else lake_lock(args.lake, Taker.of_session(f"vacuum-{os.getpid()}", spark), args.wait)
     )
     with lock:
         done = vacuum(spark, args.lake, args.retain_hours, tables, args.dry_run, args.force)

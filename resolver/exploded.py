@@ -1,7 +1,8 @@
 """A table's batch exploded against its layout and materialized once, with what the later steps need to
 know about it measured in the same pass (Spark's observed metrics ride on the materializing job: no job
 of their own): how many rows change their key, how many values did not fit their column, and the range
-of the keys the rows name, as the literals the reads and MERGEs of the affected keys are bounded by."""
+of the keys the rows name, as the literals the reads and MERGEs of the affected keys are bounded by; and
+what adding it to the change store found (``Stored``)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from resolver.explode import TableLayout, explode_events
 from resolver.merge import BOUNDED, KeyRange
 from resolver.store import is_move
 
-__all__ = ["Exploded", "explode_batch", "moved_events"]
+__all__ = ["Exploded", "Stored", "explode_batch", "moved_events"]
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,18 @@ class Exploded:
     moves: int  # rows that change their key (an event the batch holds twice counts twice)
     bad: int  # values that did not fit their column (one per line that carried it)
     ranges: list[KeyRange]  # each integral, string or date key column's range among the keys named
+
+
+@dataclass
+class Stored:
+    """What appending the batch to the change store found."""
+
+    exploded: Exploded  # the batch exploded against the layout, materialized and measured
+    held: DataFrame  # the changes the table's keys are looked up in: the store (a first batch: its own)
+    version: int  # the store's version afterwards
+    adopted: bool  # truncates kept from before the table's first rows came with it
+    flags_hold: bool  # the marker's key-change and truncate flags still describe the store before it
+    done: bool  # every event was held already and the silver tables hold all the store has
 
 
 def explode_batch(events: DataFrame, layout: TableLayout) -> Exploded:

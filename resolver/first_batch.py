@@ -1,91 +1,97 @@
-"""A table's first batch: its Delta tables were created by this batch, so they are empty. The batch's own
-rows are all the changes there are, so nothing is read back, no key is looked up and nothing is diffed:
-the change store, history and snapshot are appended to (about a third of the Spark jobs of a later batch).
+"""A table's first batch (``resolver.table_steps``): its Delta tables were created by this batch, so they
+are empty. The batch's own rows are all the changes there are, so no key is looked up, nothing is read back
+and nothing is diffed: the change store, history and snapshot are appended to (about a third of the Spark
+jobs of a later batch).
 
 A run killed part-way leaves tables that exist, so the next run takes the general path
-(``resolver.apply``), which diffs against what was written and completes it.
+(``resolver.later_batch``), which diffs against what was written and completes it.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
 from resolver import delta, sql
-from resolver.affected import Affected, resolve_affected
-from resolver.batch_tables import BatchTables, mark_applied
+from resolver.affected import Affected
+from resolver.batch_tables import BatchTables
 from resolver.explode import TableLayout
-from resolver.exploded import explode_batch, moved_events
-from resolver.lake import changes_path, history_path, snapshot_path
-from resolver.models import TableSummary
-from resolver.quarantine import bad_value_records
-from resolver.schemalog import with_found_drops
+from resolver.exploded import Stored, explode_batch
+from resolver.lake import TablePaths
 from resolver.steps import step
-from resolver.store import rescan_drops
-from resolver.summaries import table_summary
 from resolver.tablemeta import TableMeta
 from resolver.truncates import pending_truncates
 
-__all__ = ["apply_first_batch", "is_first_batch"]
+__all__ = ["FirstBatch", "is_first_batch"]
 
 
-def is_first_batch(spark: SparkSession, lake: str, layout: TableLayout) -> bool:
+def is_first_batch(spark: SparkSession, paths: TablePaths, layout: TableLayout) -> bool:
     """Whether none of the table's Delta tables exists yet (checked before they are opened): the lake had no
     change store for it (``layout.extra["key"]`` is read from one) and no silver table either."""
     if layout.extra.get("key"):
         return False
-    paths = (
-        changes_path(lake, layout.table),
-        history_path(lake, layout.table),
-        snapshot_path(lake, layout.table),
-    )
-    return not any(DeltaTable.isDeltaTable(spark, p) for p in paths)
+    return not any(DeltaTable.isDeltaTable(spark, p) for p in (paths.changes, paths.history, paths.snapshot))
 
 
-def apply_first_batch(
-    spark: SparkSession,
-    events: DataFrame,
-    lake: str,
-    meta: TableMeta,
-    layout: TableLayout,
-    tables: BatchTables,
-) -> tuple[TableSummary, DataFrame | None]:
-    """Apply a table's first batch to the empty tables ``tables`` (just created); also returns its
-    quarantine records, if any."""
-    name = layout.table
-    with step(spark, name, "explode"):
-        exploded = explode_batch(events, layout)
-    rows = exploded.rows
-    store_schema = tables.store.toDF().schema
-    changes = rows.dropDuplicates(["__lsn", "__pos"]).select(*[sql.col(f.name) for f in store_schema.fields])
-    pending = pending_truncates(spark, lake, name, store_schema)  # truncates that came before the first rows
-    if pending is not None:
-        changes = changes.unionByName(pending)
-    with step(spark, name, "read changes"):
-        changes = changes.localCheckpoint(eager=True)
-    with step(spark, name, "store append"):
-        version = delta.append(tables.store, changes_path(lake, name), changes)
-    found = rescan_drops(changes, layout) if layout.rescan else {}
-    if found:  # drops of columns sent before the lake knew them, found among the batch's inserts
-        layout = with_found_drops(spark, lake, layout, found)
-    with step(spark, name, "counts"):
-        counts = {"moved": moved_events(exploded), "bad": exploded.bad}
-    # the store held nothing before: its truncates are the batch's, or kept from before its first rows
-    truncates = bool(meta.truncates) or pending is not None
-    affected = Affected(None, has_moves=exploded.moves > 0, has_truncates=truncates, moves=exploded.moves)
-    affected.newest, affected.newest_known = meta.hi, True  # at most the batch's newest: no later one is late
-    with step(spark, name, "resolve"):
-        versions = resolve_affected(changes, layout, affected)
-    # the rows written are counted on their way in (an observed metric of each append, no job of its own)
-    if tables.history is not None:
-        with step(spark, name, "history append"):
-            written, _ = delta.append_counted(tables.history, history_path(lake, name), versions)
-        counts["h_total"] = written.get("numTargetRowsInserted", 0)
-    if tables.snapshot is not None:
-        with step(spark, name, "snapshot append"):
+@dataclass
+class FirstBatch:
+    """The steps of a table's first batch, into the empty tables ``tables`` (just created)."""
+
+    spark: SparkSession
+    lake: str
+    meta: TableMeta
+    layout: TableLayout
+    tables: BatchTables
+
+    def store(self, events: DataFrame) -> Stored:
+        """Explode the batch, materialize its changes (with the truncates that came before the table's first
+        rows) and append them to the empty change store."""
+        spark, name = self.spark, self.layout.table
+        with step(spark, name, "explode"):
+            exploded = explode_batch(events, self.layout)
+        store_schema = self.tables.store.toDF().schema
+        changes = exploded.rows.dropDuplicates(["__lsn", "__pos"]).select(
+            *[sql.col(f.name) for f in store_schema.fields]
+        )
+        pending = pending_truncates(spark, self.lake, name, store_schema)
+        if pending is not None:
+            changes = changes.unionByName(pending)
+        with step(spark, name, "read changes"):
+            changes = changes.localCheckpoint(eager=True)
+        with step(spark, name, "store append"):
+            version = delta.append(self.tables.store, self.tables.paths.changes, changes)
+        return Stored(exploded, changes, version, pending is not None, flags_hold=False, done=False)
+
+    def affected(self, stored: Stored, found_drops: bool) -> Affected:
+        """Every key the batch names (nothing else is held), and what the store now holds: the batch's key
+        changes and truncates, its newest commit LSN (no later batch's event older than that is late)."""
+        exploded = stored.exploded
+        truncates = bool(self.meta.truncates) or stored.adopted
+        affected = Affected(None, has_moves=exploded.moves > 0, has_truncates=truncates, moves=exploded.moves)
+        affected.late_possible = False  # nothing was held before: no event of the batch is late
+        affected.newest, affected.newest_known = self.meta.hi, True
+        return affected
+
+    def changes(self, stored: Stored, affected: Affected) -> DataFrame:
+        """The batch's own changes, materialized when they were stored."""
+        return stored.held
+
+    def write_history(self, versions: DataFrame, affected: Affected) -> int:
+        """Append the versions to the empty history; the rows written are counted on their way in (an
+        observed metric of the append, no job of its own)."""
+        assert self.tables.history is not None  # apply_table writes only the silver tables the table keeps
+        with step(self.spark, self.layout.table, "history append"):
+            path = self.tables.paths.history
+            written, _ = delta.append_counted(self.tables.history, path, versions)
+        return written.get("numTargetRowsInserted", 0)
+
+    def write_snapshot(self, versions: DataFrame, changes: DataFrame, affected: Affected) -> dict[str, int]:
+        """Append the current versions to the empty snapshot."""
+        assert self.tables.snapshot is not None  # apply_table writes only the silver tables the table keeps
+        with step(self.spark, self.layout.table, "snapshot append"):
+            path = self.tables.paths.snapshot
             current = versions.filter("__is_current")
-            written, _ = delta.append_counted(tables.snapshot, snapshot_path(lake, name), current)
-        counts["s_insert"] = written.get("numTargetRowsInserted", 0)
-    bad_records = bad_value_records(rows, layout) if counts.get("bad") else None
-    mark_applied(spark, lake, layout, tables, version, affected)
-    return table_summary(layout, meta, counts, affected.rounds), bad_records
+            written, _ = delta.append_counted(self.tables.snapshot, path, current)
+        return {"insert": written.get("numTargetRowsInserted", 0)}

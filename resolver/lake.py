@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import re
+from dataclasses import dataclass
 from typing import Protocol
 
 from resolver.names import qualified, split_qualified
@@ -40,6 +41,7 @@ __all__ = [
     "Folders",
     "MAX_FOLDER",
     "TABLE_PROPERTY",
+    "TablePaths",
     "changes_path",
     "child",
     "folder",
@@ -142,6 +144,19 @@ def history_path(lake: str, table: str) -> str:
 def changes_path(lake: str, table: str) -> str:
     """``_resolver/changes/<folder>``: the table's events, typed (the resolver's own state)."""
     return inside(lake, "_resolver", "changes", folder(table))
+
+
+@dataclass(frozen=True)
+class TablePaths:
+    """A table's three Delta tables in the lake, resolved once for a batch (``TablePaths.of``)."""
+
+    changes: str  # the change store, _resolver/changes/<folder>
+    history: str  # silver/<folder>__history
+    snapshot: str  # silver/<folder>
+
+    @classmethod
+    def of(cls, lake: str, table: str) -> TablePaths:
+        return cls(changes_path(lake, table), history_path(lake, table), snapshot_path(lake, table))
 
 
 def schema_log_path(lake: str) -> str:

@@ -28,7 +28,7 @@ from resolver.lake import (
 )
 from resolver.pgtypes import spark_type
 from resolver.policy import Policy
-from resolver.schemalog import likely_renames, schema_log_entries
+from resolver.schemalog import ColumnChanges, likely_renames, schema_log_entries
 from resolver.tablemeta import TableMeta, lsn_text
 from resolver.tableschema import ColumnSpec, TableSchema
 
@@ -88,7 +88,7 @@ def table_layout(
     was = {"key": props.get(KEY_PROPERTY, ""), "source": props.get(KEY_SOURCE_PROPERTY, "")}
     version = int(props.get(SCHEMA_VERSION_PROPERTY, "0"))
     existing_names = {c.name for c in have.existing}
-    entries = schema_log_entries(table, meta, existing_names, cols, changes, renames, renamed)
+    entries = schema_log_entries(table, meta, ColumnChanges(existing_names, cols, changes, renames, renamed))
     drops, new_drops, rescan = drop_points(
         json.loads(props.get(DROPS_PROPERTY, "{}")), meta, names, key, renamed
     )

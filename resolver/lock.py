@@ -10,7 +10,7 @@ pipeline, held for the whole life of a stream or a scheduled run of it.
   (``CONCURRENT_STREAM_LOG_UPDATE``), so the second one is refused before it starts any.
 
 A lock is a file created with ``O_CREAT | O_EXCL`` (atomic on local and network POSIX file systems),
-holding who took it: run id, host, process id and time. A second run finds it and either waits
+holding who took it (``Taker``): run id, host, process id and time. A second run finds it and either waits
 (``wait_seconds``) or stops at once with ``LakeBusy`` (``PipelineBusy`` for the owner lock), naming the
 holder. A lock left by a process that is gone (same host, neither its process nor its Spark driver JVM
 alive: a crash or a kill) is taken over with a warning, so a crashed run never blocks the next one. Where a
@@ -28,6 +28,7 @@ import socket
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -37,6 +38,7 @@ from resolver.paths import is_uri
 __all__ = [
     "LakeBusy",
     "PipelineBusy",
+    "Taker",
     "lake_lock",
     "lock_path",
     "owner_lock_path",
@@ -81,36 +83,61 @@ class _Lock(Protocol):
     def release(self, me: dict[str, Any]) -> None: ...
 
 
+@dataclass(frozen=True)
+class Taker:
+    """Who takes a lock: the run's id; ``helper_pids``, other processes that write for it (the Spark driver
+    JVM of a local session, ``session_pids``): a lock is stale only when they are gone too, since a JVM
+    outlives its killed Python process by a few seconds and may still commit a MERGE it had begun; and
+    ``spark``, which a lock kept in a Delta table (a lake named by a URI, ``resolver.table_lock``) needs."""
+
+    run_id: str
+    helper_pids: tuple[int, ...] = ()
+    spark: Any = None
+
+    @classmethod
+    def of_session(cls, run_id: str, spark: Any) -> Taker:
+        """A run that writes through ``spark``, with the session's driver JVM as its helper process."""
+        return cls(run_id, session_pids(spark), spark)
+
+    def record(self) -> dict[str, Any]:
+        """What the lock file or table holds while this run has it."""
+        return {
+            "run_id": self.run_id,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "helper_pids": list(self.helper_pids),
+            "since": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+
+
+@dataclass(frozen=True)
+class _Wait:
+    """How long to wait for a live holder (``seconds``), how often to look (``poll``), and how long the
+    caller waited in all for the message (``waited``: when it tries again itself, as ``run_locks`` does)."""
+
+    seconds: float
+    poll: float
+    waited: float | None = None
+
+
 def lake_lock(
-    lake: str,
-    run_id: str,
-    wait_seconds: float = 0.0,
-    poll_seconds: float = 0.5,
-    helper_pids: tuple[int, ...] = (),
-    spark: Any = None,
+    lake: str, taker: Taker, wait_seconds: float = 0.0, poll_seconds: float = 0.5
 ) -> AbstractContextManager[None]:
     """Hold the lake's lock for the ``with`` block. Raises ``LakeBusy`` when another live run holds it
-    for longer than ``wait_seconds``. ``helper_pids`` are other processes that write for this one (the
-    Spark driver JVM of a local session): the lock is stale only when they are gone too, since a JVM
-    outlives its killed Python process by a few seconds and may still commit a MERGE it had begun. A lake
-    named by a URI keeps its lock in a Delta table (``resolver.table_lock``), which needs ``spark``."""
-    return _lake_lock(lake, _me(run_id, helper_pids), wait_seconds, poll_seconds, spark)
+    for longer than ``wait_seconds``. A lake named by a URI keeps its lock in a Delta table
+    (``resolver.table_lock``), which needs the taker's ``spark``."""
+    return _lake_lock(lake, taker.record(), taker.spark, _Wait(wait_seconds, poll_seconds))
 
 
 def pipeline_lock(
-    checkpoint: str,
-    pipeline: str,
-    run_id: str,
-    wait_seconds: float = 0.0,
-    poll_seconds: float = 0.5,
-    helper_pids: tuple[int, ...] = (),
-    spark: Any = None,
+    checkpoint: str, pipeline: str, taker: Taker, wait_seconds: float = 0.0, poll_seconds: float = 0.5
 ) -> AbstractContextManager[None]:
     """Own the pipeline whose streaming checkpoint is ``checkpoint`` for the ``with`` block: its owner lock
     (``owner_lock_path``). Raises ``PipelineBusy`` when another live run owns it for longer than
-    ``wait_seconds``; ``pipeline`` is how the message names it (its file). Stale locks, ``helper_pids`` and
-    ``spark`` as for ``lake_lock``."""
-    return _pipeline_lock(checkpoint, pipeline, _me(run_id, helper_pids), wait_seconds, poll_seconds, spark)
+    ``wait_seconds``; ``pipeline`` is how the message names it (its file). Stale locks and the taker as for
+    ``lake_lock``."""
+    wait = _Wait(wait_seconds, poll_seconds)
+    return _pipeline_lock(checkpoint, pipeline, taker.record(), taker.spark, wait)
 
 
 @contextmanager
@@ -118,24 +145,22 @@ def run_locks(
     lake: str,
     checkpoint: str,
     pipeline: str,
-    run_id: str,
+    taker: Taker,
     wait_seconds: float = 0.0,
     poll_seconds: float = 0.5,
-    helper_pids: tuple[int, ...] = (),
-    spark: Any = None,
 ) -> Iterator[None]:
     """Hold the lake's lock and the pipeline's owner lock for the ``with`` block (a scheduled run). The
     lake's lock first, where two runs of any kind meet; then the pipeline's without waiting, because a
     stream that owns it takes the lake's lock for each micro-batch, and a run waiting for the one while
     holding the other would stall both. A pipeline that a stream owns is tried again, with the lake's lock
     let go in between, until ``wait_seconds`` have passed; then ``PipelineBusy``."""
-    me = _me(run_id, helper_pids)
+    me, spark = taker.record(), taker.spark
     deadline = time.monotonic() + wait_seconds
     while True:
         with ExitStack() as held:
             left = max(0.0, deadline - time.monotonic())
-            held.enter_context(_lake_lock(lake, me, left, poll_seconds, spark, waited=wait_seconds))
-            owner = _pipeline_lock(checkpoint, pipeline, me, 0.0, poll_seconds, spark, waited=wait_seconds)
+            held.enter_context(_lake_lock(lake, me, spark, _Wait(left, poll_seconds, wait_seconds)))
+            owner = _pipeline_lock(checkpoint, pipeline, me, spark, _Wait(0.0, poll_seconds, wait_seconds))
             try:
                 held.enter_context(owner)
             except PipelineBusy:
@@ -147,14 +172,7 @@ def run_locks(
         time.sleep(poll_seconds)
 
 
-def _lake_lock(
-    lake: str,
-    me: dict[str, Any],
-    wait_seconds: float,
-    poll_seconds: float,
-    spark: Any,
-    waited: float | None = None,
-) -> AbstractContextManager[None]:
+def _lake_lock(lake: str, me: dict[str, Any], spark: Any, wait: _Wait) -> AbstractContextManager[None]:
     if is_uri(lake):
         lock = _table_lock(spark, lake, None, f"lock of lake {lake}")
     else:
@@ -166,17 +184,11 @@ def _lake_lock(
             f"it, or {lock.clear_hint} if that process is gone)"
         )
 
-    return _held(lock, f"lake {lake}", refused, me, wait_seconds, poll_seconds, waited)
+    return _held(lock, f"lake {lake}", refused, me, wait)
 
 
 def _pipeline_lock(
-    checkpoint: str,
-    pipeline: str,
-    me: dict[str, Any],
-    wait_seconds: float,
-    poll_seconds: float,
-    spark: Any,
-    waited: float | None = None,
+    checkpoint: str, pipeline: str, me: dict[str, Any], spark: Any, wait: _Wait
 ) -> AbstractContextManager[None]:
     path = owner_lock_path(checkpoint)
     if is_uri(path):
@@ -191,7 +203,7 @@ def _pipeline_lock(
             f"to wait for it, or {lock.clear_hint} if that process is gone)"
         )
 
-    return _held(lock, f"pipeline {pipeline}", refused, me, wait_seconds, poll_seconds, waited)
+    return _held(lock, f"pipeline {pipeline}", refused, me, wait)
 
 
 def _table_lock(spark: Any, parent: str, table: str | None, what: str) -> _Lock:
@@ -203,33 +215,15 @@ def _table_lock(spark: Any, parent: str, table: str | None, what: str) -> _Lock:
     return TableLock(spark, parent) if table is None else TableLock(spark, parent, table)
 
 
-def _me(run_id: str, helper_pids: tuple[int, ...]) -> dict[str, Any]:
-    """Who takes a lock: what the lock file or table holds while this run has it."""
-    return {
-        "run_id": run_id,
-        "host": socket.gethostname(),
-        "pid": os.getpid(),
-        "helper_pids": list(helper_pids),
-        "since": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
-
-
 @contextmanager
 def _held(
-    lock: _Lock,
-    what: str,
-    refused: Callable[[str], LakeBusy],
-    me: dict[str, Any],
-    wait_seconds: float,
-    poll_seconds: float,
-    waited: float | None = None,
+    lock: _Lock, what: str, refused: Callable[[str], LakeBusy], me: dict[str, Any], wait: _Wait
 ) -> Iterator[None]:
-    """Take ``lock`` as ``me`` (taking it over from a holder that is gone), waiting up to ``wait_seconds``
+    """Take ``lock`` as ``me`` (taking it over from a holder that is gone), waiting up to ``wait.seconds``
     for a live holder (and up to ``SETTLE_SECONDS`` for the Spark driver of one whose process is gone),
-    else raise ``refused(<who holds it>)``; hold it for the ``with`` block. ``what`` is
-    what the lock guards, for the log; ``waited``, how long the caller waited in all (when it tries again
-    itself, as ``run_locks`` does), for the message."""
-    deadline = time.monotonic() + wait_seconds
+    else raise ``refused(<who holds it>)``; hold it for the ``with`` block. ``what`` is what the lock
+    guards, for the log."""
+    deadline = time.monotonic() + wait.seconds
     settled = time.monotonic() + SETTLE_SECONDS
     told: set[str] = set()  # what the log said already
     while not lock.take(me):
@@ -253,7 +247,7 @@ def _held(
                     holder.get("run_id"),
                     what,
                 )
-            time.sleep(poll_seconds)
+            time.sleep(wait.poll)
             continue
         who = (
             f"run {holder.get('run_id')} (process {holder.get('pid')} on {holder.get('host')}, since "
@@ -262,12 +256,12 @@ def _held(
             else "another run"
         )
         if time.monotonic() >= deadline:
-            waited = wait_seconds if waited is None else waited
+            waited = wait.seconds if wait.waited is None else wait.waited
             raise refused(who + (f" after waiting {waited:g} s" if waited else ""))
         if "held" not in told:
             told.add("held")
-            log.info("waiting up to %g s for %s, held by %s", wait_seconds, what, who)
-        time.sleep(poll_seconds)
+            log.info("waiting up to %g s for %s, held by %s", wait.seconds, what, who)
+        time.sleep(wait.poll)
     try:
         yield
     finally:

@@ -3,13 +3,14 @@ policies refuse or quarantine (``BatchPlan``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from resolver.batch_options import BatchOptions, batch_options
 from resolver.coverage import unapplied
 from resolver.deletion_vectors import from_bytes
 from resolver.errors import ConfigError
@@ -19,7 +20,6 @@ from resolver.layout import table_layout
 from resolver.metadata import batch_metadata
 from resolver.parallelism import parallel_tables
 from resolver.pipeline import TableSettings
-from resolver.policy import Policies
 from resolver.rejects import unknown_reasons, unsafe_reasons
 from resolver.tablemeta import TableMeta
 from resolver.tableschema import TableSchema
@@ -56,21 +56,17 @@ def plan_changes(
     events: DataFrame,
     lake: str,
     schemas: Mapping[str, TableSchema] | None = None,
-    policies: Policies | None = None,
-    settings: Callable[[str], TableSettings] | None = None,
-    *,
-    isolate: bool = False,
-    include: Callable[[str], bool] | None = None,
+    options: BatchOptions | None = None,
 ) -> BatchPlan:
     """Check a batch against the lake without writing anything: one small aggregate over the events, then
     each table's key and columns, and the policies (``resolver.policy``) for unknown tables, unknown
     columns and unsafe type changes. Raises ``ConfigError`` (one line) for a key that contradicts the
     lake's or an event a ``fail`` policy refuses. ``schemas`` None means no schemas folder (no table is
-    unknown). ``settings`` gives each table's ``resolver.pipeline.TableSettings`` (outputs, key override,
-    tracked columns, clustering). When a ``quarantine`` policy takes events out, the plan is made again
-    without them. With ``isolate``, a table refused in planning does not refuse the batch: it is left out
-    of it and named in ``failed``. Tables ``include`` says no to get no silver tables (their events still
-    go to bronze).
+    unknown). ``options`` (``resolver.batch_options.BatchOptions``): the ``policies``; ``settings`` gives
+    each table's ``resolver.pipeline.TableSettings`` (outputs, key override, tracked columns,
+    clustering). When a ``quarantine`` policy takes events out, the plan is made again without them. With
+    ``isolate``, a table refused in planning does not refuse the batch: it is left out of it and named in
+    ``failed``. Tables ``include`` says no to get no silver tables (their events still go to bronze).
 
     Example::
 
@@ -82,8 +78,9 @@ def plan_changes(
     """
     from_bytes(spark)  # bad settings fail here, before anything is written
     parallel_tables(spark)
-    policies = policies or Policies()
-    failed: dict[str, str] | None = {} if isolate else None
+    options = batch_options(options)
+    policies, include = options.policies, options.include
+    failed: dict[str, str] | None = {} if options.isolate else None
 
     def metadata(events: DataFrame) -> dict[str, TableMeta]:
         meta = batch_metadata(events)  # per table: leaving a table out changes no other table's
@@ -91,7 +88,7 @@ def plan_changes(
 
     meta = metadata(events)
     reasons = unknown_reasons(meta, schemas, policies, failed)
-    layouts = _layouts(spark, lake, meta, schemas or {}, policies, settings, failed)
+    layouts = _layouts(spark, lake, meta, schemas or {}, options, failed)
     reasons += unsafe_reasons(layouts, schemas or {})
     if not reasons and not failed:
         return BatchPlan(meta, layouts)
@@ -99,7 +96,7 @@ def plan_changes(
         events = events.filter(~F.col("table").isin(sorted(failed)))
     if not reasons:
         meta = metadata(events)
-        layouts = _layouts(spark, lake, meta, schemas or {}, policies, settings, None)
+        layouts = _layouts(spark, lake, meta, schemas or {}, options, None)
         return BatchPlan(meta, layouts, events, None, failed or {})
     reason: Column = F.coalesce(*reasons) if len(reasons) > 1 else reasons[0]
     tagged = events.withColumn("__reason", reason)
@@ -114,7 +111,7 @@ def plan_changes(
         F.lit(None).cast("binary").alias("raw_bytes"),
     )
     meta = metadata(accepted)
-    layouts = _layouts(spark, lake, meta, schemas or {}, policies, settings, None)
+    layouts = _layouts(spark, lake, meta, schemas or {}, options, None)
     return BatchPlan(meta, layouts, accepted, rejected, failed or {})
 
 
@@ -123,8 +120,7 @@ def _layouts(
     lake: str,
     meta: dict[str, TableMeta],
     schemas: Mapping[str, TableSchema],
-    policies: Policies,
-    settings: Callable[[str], TableSettings] | None,
+    options: BatchOptions,
     failed: dict[str, str] | None,
 ) -> dict[str, TableLayout | None]:
     def layout_or_failure(table: str) -> TableLayout | None:
@@ -138,24 +134,24 @@ def _layouts(
 
     def layout(table: str) -> TableLayout | None:
         schema = schemas.get(table)
-        options = settings(table) if settings else TableSettings()
-        if options.key:  # the pipeline's key wins over the schema file's and the stream's
-            schema = (schema or TableSchema(table=table)).model_copy(update={"primary_key": options.key})
-        policy = (schema.unsafe_type_change if schema else None) or policies.unsafe_type_change
+        settings = options.settings(table) if options.settings else TableSettings()
+        if settings.key:  # the pipeline's key wins over the schema file's and the stream's
+            schema = (schema or TableSchema(table=table)).model_copy(update={"primary_key": settings.key})
+        policy = (schema.unsafe_type_change if schema else None) or options.policies.unsafe_type_change
         out = table_layout(spark, lake, table, meta[table], schema, policy)
         if out is None:
             return None
-        missing = [c for c in options.track_history or [] if c not in out.names]
+        missing = [c for c in settings.track_history or [] if c not in out.names]
         if missing:
             raise ConfigError(
                 f"table {table}: track_history column(s) {missing} not found; columns are {out.names}"
             )
         return replace(
             out,
-            snapshot=options.snapshot,
-            history=options.history,
-            track=tuple(options.track_history or ()),
-            cluster=bool(options.cluster_by_key),
+            snapshot=settings.snapshot,
+            history=settings.history,
+            track=tuple(settings.track_history or ()),
+            cluster=bool(settings.cluster_by_key),
         )
 
     tables = [t for t in sorted(meta) if not failed or t not in failed]

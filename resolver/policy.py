@@ -45,8 +45,9 @@ class Policy(StrEnum):
 
 
 class Policies(ResolverModel):
-    """The policies of a run (``ingest(..., policies=...)``, ``resolver ingest --unknown-tables ...``).
-    A table's schema file overrides ``unknown_columns`` and ``unsafe_type_change`` for its table."""
+    """The policies of a run (``ingest(..., options=BatchOptions(policies=...))``, ``resolver ingest
+    --unknown-tables ...``). A table's schema file overrides ``unknown_columns`` and ``unsafe_type_change``
+    for its table."""
 
     unknown_table: Policy = Field(
         default=Policy.EVOLVE,

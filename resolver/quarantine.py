@@ -13,7 +13,7 @@ from resolver import delta, sql
 from resolver.explode import TableLayout
 from resolver.read import QUARANTINE_SCHEMA
 
-__all__ = ["bad_value_records", "write_quarantine"]
+__all__ = ["bad_value_records", "write_records", "write_quarantine"]
 
 
 def write_quarantine(spark: SparkSession, lake: str, records: DataFrame, files: Sequence[str]) -> int:
@@ -33,6 +33,17 @@ def write_quarantine(spark: SparkSession, lake: str, records: DataFrame, files: 
     unique = records.dropDuplicates(["source_file", "source_line", "reason"])
     metrics, _ = delta.insert_new(table, unique, condition)
     return metrics.get("numTargetRowsInserted", 0)
+
+
+def write_records(spark: SparkSession, lake: str, records: DataFrame | None, fmt: str) -> None:
+    """Add a batch's records of values that did not fit (``bad_value_records``) and of events a policy
+    refused, in the stream format ``fmt``, if there are any; the quarantine's MERGE is bounded by the
+    files they came from (a few names, collected)."""
+    if records is None:
+        return
+    records = records.withColumn("format", F.lit(fmt))
+    files = [r[0] for r in records.select("source_file").distinct().collect()]  # a few file names
+    write_quarantine(spark, lake, records.select(*QUARANTINE_SCHEMA.fieldNames()), files)
 
 
 def bad_value_records(rows: DataFrame, layout: TableLayout) -> DataFrame:

@@ -35,7 +35,7 @@ from resolver.input_files import LOCAL
 from resolver.models import ChangeEvent, Format, QuarantineRecord
 from resolver.sparkschema import arrow_schema, spark_schema
 from resolver.stitch import stitch, summarize
-from resolver.stitch_plan import Stitching, plan_stitching
+from resolver.stitch_plan import CLOSED, ReadWindow, Stitching, plan_stitching
 from resolver.wal2json import Count, Event, Fragment, Quarantined, read_lines
 
 __all__ = ["ParsedBatch", "read_wal2json"]
@@ -159,11 +159,9 @@ class ParsedBatch:
         files: list[str],
         fmt: Format,
         parsed: DataFrame,
-        open_start: bool = False,
-        open_end: bool = False,
+        window: ReadWindow = CLOSED,
     ) -> None:
-        self.files, self.format, self.parsed = files, fmt, parsed
-        self.open_start, self.open_end = open_start, open_end
+        self.files, self.format, self.parsed, self.window = files, fmt, parsed, window
         self._counts: dict[str, int] | None = None
         self._stitching: Stitching | None = None
 
@@ -196,12 +194,7 @@ class ParsedBatch:
                 out["min_commit_lsn"] = int(min(lo for lo, _ in bounds))
                 out["max_commit_lsn"] = int(max(hi for _, hi in bounds))
             if out["fragment"]:  # one small aggregate over the fragments: one row per file and role
-                self._stitching = plan_stitching(
-                    summarize(self.parsed),
-                    len(self.files),
-                    open_start=self.open_start,
-                    open_end=self.open_end,
-                )
+                self._stitching = plan_stitching(summarize(self.parsed), len(self.files), self.window)
                 for counter in ("events", "quarantined", "transactions", "messages"):
                     out[counter] += getattr(self._stitching, counter)
             self._counts = out
@@ -251,17 +244,17 @@ def read_wal2json(
     paths: Sequence[str],
     fmt: Format | str | None = None,
     *,
-    open_start: bool = False,
-    open_end: bool = False,
+    window: ReadWindow = CLOSED,
 ) -> ParsedBatch:
     """Parse wal2json files (one batch, read as one stream in the given order) into events and quarantine.
     The format is ``fmt``, or without it detected from the files' heads; ``resolve_format`` checks either.
 
     The parse runs once, at the first use of the result, and is persisted for its several uses. A stream
-    read in pieces (``resolver run``) sets ``open_end``: a transaction begun in the last file and not
-    committed there is left for the next batch (which reads that file again) instead of being
-    quarantined; and ``open_start`` when the first file was the last file of the previous batch, so the
-    head of a transaction it already completed is not quarantined either.
+    read in pieces (``resolver run``) passes a ``window`` (``resolver.stitch_plan.ReadWindow``): with
+    ``open_end`` a transaction begun in the last file and not committed there is left for the next batch
+    (which reads that file again) instead of being quarantined; with ``open_start`` (the first file was the
+    last file of the previous batch) the head of a transaction it already completed is not quarantined
+    either.
 
     Example::
 
@@ -282,7 +275,7 @@ def read_wal2json(
         literal = [re.sub(r"([\\{}\[\]*?])", r"\\\1", f) for f in files]
         contents = spark.read.format("binaryFile").load(literal).select("path", "content")
         parsed = contents.mapInArrow(_parse_contents(files, fmt), _PARSED_SCHEMA)
-    return ParsedBatch(files, fmt, parsed.persist(StorageLevel.MEMORY_AND_DISK), open_start, open_end)
+    return ParsedBatch(files, fmt, parsed.persist(StorageLevel.MEMORY_AND_DISK), window)
 
 
 def _event_cols() -> list[Column]:

@@ -28,18 +28,20 @@ import logging
 import time
 import uuid
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from resolver import delta
-from resolver.bronze import ingest
+from resolver.batch import ingest
+from resolver.batch_options import BatchOptions, ReadWindow
 from resolver.errors import ConfigError
 from resolver.hadoop_files import source_listing
 from resolver.input_files import resolve_format
 from resolver.lake import inside
-from resolver.lock import run_locks, session_pids
+from resolver.lock import Taker, run_locks
 from resolver.models import Format, IngestSummary, RunSummary, TableSummary
 from resolver.pipeline import Pipeline, load_pipeline
 from resolver.tableschema import TableSchema, load_schemas
@@ -106,8 +108,8 @@ def run_pipeline(spark: SparkSession, pipeline: Pipeline | str, *, wait_seconds:
         )
     schemas = load_schemas(pipeline.schemas) if pipeline.schemas else None
     run_id = new_run_id()
-    checkpoint, helpers = checkpoint_path(pipeline), session_pids(spark)
-    with run_locks(pipeline.lake, checkpoint, name, run_id, wait_seconds, helper_pids=helpers, spark=spark):
+    checkpoint, taker = checkpoint_path(pipeline), Taker.of_session(run_id, spark)
+    with run_locks(pipeline.lake, checkpoint, name, taker, wait_seconds):
         summary = apply_new_files(spark, pipeline, schemas, run_id)
     return summary.model_copy(update={"seconds": time.monotonic() - started})
 
@@ -156,7 +158,8 @@ def apply_new_files(
     recorded, start, width = 0, 0, size
     while start < len(todo):
         chunk = todo[start : start + width]
-        result = _batch(spark, pipeline, fmt, schemas, files, chunk, f"batch {len(batches) + 1}")
+        before, after = _neighbours(files, chunk) if fmt is Format.WAL2JSON_V2 else (None, None)
+        result = _batch(spark, pipeline, fmt, schemas, _Chunk(len(batches) + 1, chunk, before, after))
         batches.append(result)
         broken = {t.table: t.error for t in result.tables if t.error is not None}
         failed.update(broken)
@@ -210,17 +213,26 @@ def _neighbours(files: Sequence[str], chunk: list[str]) -> tuple[str | None, str
     return (files[first - 1] if first > 0 else None, files[last + 1] if last + 1 < len(files) else None)
 
 
+@dataclass(frozen=True)
+class _Chunk:
+    """A batch of a run: its number, its files, and the files just before and after them that it reads too
+    (a format-2 stream's neighbours, see the module docstring; None: none)."""
+
+    number: int
+    files: list[str]
+    before: str | None
+    after: str | None
+
+
 def _batch(
     spark: SparkSession,
     pipeline: Pipeline,
     fmt: Format,
     schemas: Mapping[str, TableSchema] | None,
-    files: Sequence[str],
-    chunk: list[str],
-    label: str,
+    batch: _Chunk,
 ) -> IngestSummary:
-    """Ingest one batch, with the neighbouring files of a format-2 stream (see the module docstring)."""
-    before, after = _neighbours(files, chunk) if fmt is Format.WAL2JSON_V2 else (None, None)
+    """Ingest one batch, with its neighbouring files."""
+    chunk, before, after, label = batch.files, batch.before, batch.after, f"batch {batch.number}"
     read = [f for f in (before, *chunk, after) if f is not None]
     names = f"{_name(chunk[0])}" + (f" .. {_name(chunk[-1])}" if len(chunk) > 1 else "")
     log.info(
@@ -234,20 +246,15 @@ def _batch(
         log.info("%s: table %s done (%d), %s", label, table.table, len(done), state)
 
     started = time.monotonic()
-    result = ingest(
-        spark,
-        read,
-        pipeline.lake,
-        fmt,
-        schemas,
-        pipeline.policies,
+    options = BatchOptions(
+        policies=pipeline.policies,
         settings=pipeline.settings,
         include=pipeline.included,
         isolate=True,
         on_table=on_table,
-        open_start=before is not None,
-        open_end=True,
+        window=ReadWindow(open_start=before is not None, open_end=True),
     )
+    result = ingest(spark, read, pipeline.lake, fmt, schemas, options)
     log.info(
         "%s: %d event(s) read, %d new, %d quarantined, %d table(s), %.1f s",
         label,

@@ -4,7 +4,7 @@ renamed, dropped columns), and the warning for a column that looks renamed witho
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -55,16 +55,23 @@ def write_schema_log(spark: SparkSession, lake: str, rows: list[dict[str, Any]])
         delta.insert_new(target, spark.createDataFrame(data, SCHEMA_LOG_SCHEMA), condition)
 
 
-def schema_log_entries(
-    table: str,
-    meta: TableMeta,
-    known: set[str],
-    cols: tuple[Column_, ...],
-    changes: list[TypeChange],
-    renames: list[tuple[str, str]],
-    renamed: dict[str, str],
-) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class ColumnChanges:
+    """What a batch does to a table's columns: the names the lake knew (``known``), the columns after the
+    batch, its type changes, the renames it applies (old name, new name) and the schema file's rename map
+    (a name sent -> the lake's name)."""
+
+    known: set[str]
+    columns: tuple[Column_, ...]
+    changes: list[TypeChange]
+    renames: list[tuple[str, str]]
+    renamed: dict[str, str]
+
+
+def schema_log_entries(table: str, meta: TableMeta, columns: ColumnChanges) -> list[dict[str, Any]]:
     """Rows of ``_resolver/schema_log`` for what this batch changes in the table's schema."""
+    known, cols, changes = columns.known, columns.columns, columns.changes
+    renames, renamed = columns.renames, columns.renamed
     first: dict[str, tuple[int, int]] = {}
     for name, at in meta.first.items():  # a lake column's first event, under any of its names
         lake_name = renamed.get(name, name)

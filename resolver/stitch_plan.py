@@ -4,7 +4,7 @@ carries out in Spark, made from one row per file and role. Pure Python, no Spark
 A tail (B … end of file k), the middles of the files after it (no B or C) and a head (start of file m … C)
 with the tail's commit LSN in the file right after them are one transaction: its rows get the commit LSN and
 their positions continue across the cuts (``offset``: the change slots of the fragments before). A fragment
-whose transaction goes on beyond the batch of a stream read in pieces (``open_start``, ``open_end``) is left
+whose transaction goes on beyond the batch of a stream read in pieces (``ReadWindow``) is left
 for a later batch (``Stitching.open_from`` names the file where the transaction left open at the end began);
 any other fragment without partners is cut off (quarantined with rule ``framing``). A batch without any
 framed file is a stream written without B/C (wal2json ``include-transaction=0``): its middles are events
@@ -15,9 +15,35 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["CUT_OFF", "LATER", "MATCHED", "UNFRAMED", "Part", "Stitching", "plan_stitching"]
+__all__ = [
+    "CLOSED",
+    "CUT_OFF",
+    "LATER",
+    "MATCHED",
+    "UNFRAMED",
+    "Part",
+    "ReadWindow",
+    "Stitching",
+    "plan_stitching",
+]
 
 MATCHED, UNFRAMED, LATER, CUT_OFF = "matched", "unframed", "later", "cut-off"
+
+
+@dataclass(frozen=True)
+class ReadWindow:
+    """Which ends of a batch's files lie inside a stream that goes on (``resolver run`` reads a format-2
+    batch with its neighbouring files): with ``open_end`` a transaction begun in the last file and not
+    committed there is left for the next batch instead of being quarantined; with ``open_start`` the first
+    file was the previous batch's last, so the head of a transaction that batch completed is not
+    quarantined either (``resolver.read.read_wal2json``, ``plan_stitching``)."""
+
+    open_start: bool = False
+    open_end: bool = False
+
+
+CLOSED = ReadWindow()
+"""A batch that is the whole stream: a transaction left open at either end is cut off."""
 
 
 @dataclass(frozen=True)
@@ -46,9 +72,7 @@ class Stitching:
     open_from: int | None = None  # the file where a transaction left open at the batch's end began
 
 
-def plan_stitching(
-    parts: list[Part], files: int, *, open_start: bool = False, open_end: bool = False
-) -> Stitching:
+def plan_stitching(parts: list[Part], files: int, window: ReadWindow = CLOSED) -> Stitching:
     """Chain each tail through the middles after it to a head with its commit LSN (pure Python, no Spark).
     ``parts`` also hold a ``whole`` part per file that has complete transactions (only its presence
     counts) and a ``bad`` part per file with quarantined lines (``lines``: how many): the stream is framed
@@ -86,7 +110,7 @@ def plan_stitching(
                 plan.events += p.events
                 plan.messages += p.lines - p.events - (p.role != "middle")  # less its B or C
             plan.transactions += 1
-        elif f == files and open_end:  # the transaction goes on in files that have not landed yet
+        elif f == files and window.open_end:  # the transaction goes on in files that have not landed yet
             for p in chain:
                 if p.role != "bad":
                     plan.status[(p.file_index, p.role)] = (LATER, 0, None)
@@ -94,7 +118,9 @@ def plan_stitching(
     for p in sorted(parts, key=lambda p: p.file_index):
         if (p.file_index, p.role) in plan.status or p.role in ("whole", "bad"):
             continue
-        if (open_start and _reaches_start(p, inside)) or (open_end and _reaches_end(p, inside, files)):
+        if (window.open_start and _reaches_start(p, inside)) or (
+            window.open_end and _reaches_end(p, inside, files)
+        ):
             plan.status[(p.file_index, p.role)] = (LATER, 0, None)  # its begin is in an earlier batch
         else:
             plan.status[(p.file_index, p.role)] = (CUT_OFF, 0, None)

@@ -17,9 +17,7 @@ from resolver.explode import TableLayout
 from resolver.lake import (
     KEY_PROPERTY,
     KEY_SOURCE_PROPERTY,
-    changes_path,
-    history_path,
-    snapshot_path,
+    TablePaths,
 )
 
 log = logging.getLogger(__name__)
@@ -58,7 +56,7 @@ def rescan_drops(changes: DataFrame, layout: TableLayout) -> dict[str, list[tupl
 
 def rekey(
     spark: SparkSession,
-    lake: str,
+    table_paths: TablePaths,
     layout: TableLayout,
     store: DeltaTable,
     history: DeltaTable | None,
@@ -74,9 +72,9 @@ def rekey(
     now_named = {old: c.name for c in layout.columns for old in c.renamed_from}
     old_key = tuple(k if k in layout.names else now_named.get(k, k) for k in json.loads(was["key"]))
     props = {KEY_PROPERTY: json.dumps(list(layout.key)), KEY_SOURCE_PROPERTY: layout.key_source}
-    paths = [changes_path(lake, layout.table)]
-    paths += [history_path(lake, layout.table)] if history is not None else []
-    paths += [snapshot_path(lake, layout.table)] if snapshot is not None else []
+    paths = [table_paths.changes]
+    paths += [table_paths.history] if history is not None else []
+    paths += [table_paths.snapshot] if snapshot is not None else []
     if old_key == layout.key:
         for path in paths:
             set_properties(spark, path, props)

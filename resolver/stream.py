@@ -45,7 +45,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from resolver.kafka_landing import kafka_records, land
-from resolver.lock import lake_lock, pipeline_lock, session_pids
+from resolver.lock import Taker, lake_lock, pipeline_lock
 from resolver.models import RunSummary
 from resolver.paths import is_uri
 from resolver.pipeline import Pipeline, load_pipeline
@@ -123,7 +123,7 @@ def stream_pipeline(
     def apply(batch: DataFrame, batch_id: int) -> None:
         run_id = f"{new_run_id()}-{batch_id}"
         try:
-            with lake_lock(lake, run_id, wait_seconds, helper_pids=session_pids(spark), spark=spark):
+            with lake_lock(lake, Taker.of_session(run_id, spark), wait_seconds):
                 names = offered(batch, batch_id)
                 log.info("micro-batch %d: %d file(s)", batch_id, len(names))
                 summary = apply_new_files(spark, pipeline, schemas, run_id, only=names)
@@ -163,10 +163,8 @@ def run_stream(
     if isinstance(pipeline, str):
         pipeline = load_pipeline(pipeline)
     run_id = new_run_id()
-    helpers = session_pids(spark)
-    with pipeline_lock(
-        checkpoint_path(pipeline), name, run_id, owner_wait_seconds, helper_pids=helpers, spark=spark
-    ):
+    taker = Taker.of_session(run_id, spark)
+    with pipeline_lock(checkpoint_path(pipeline), name, taker, owner_wait_seconds):
         progress = _until_stopped(spark, pipeline, once, wait_seconds, run_id)
     if progress.error is not None and not isinstance(progress.error, TablesFailed):
         raise progress.error

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
@@ -18,9 +19,7 @@ from resolver.lake import (
     KEY_SOURCE_PROPERTY,
     SCHEMA_VERSION_PROPERTY,
     TABLE_PROPERTY,
-    changes_path,
-    history_path,
-    snapshot_path,
+    TablePaths,
 )
 
 log = logging.getLogger(__name__)
@@ -46,7 +45,7 @@ TECH_HISTORY = [
 
 
 def open_tables(
-    spark: SparkSession, lake: str, layout: TableLayout
+    spark: SparkSession, paths: TablePaths, layout: TableLayout
 ) -> tuple[DeltaTable, DeltaTable | None, DeltaTable | None]:
     """The change store, history and snapshot of the table, created or widened to the layout's columns
     (None for a silver table the table's settings do not keep)."""
@@ -60,29 +59,18 @@ def open_tables(
     }
     store_schema, history_schema, snapshot_schema = _schemas(source, layout.key_struct_type())
     cluster = layout.key if layout.cluster else ()
-    store = _open(
-        spark,
-        changes_path(lake, layout.table),
-        store_schema,
-        {"delta.appendOnly": "true", **props},
-        f"{layout.table}: typed change events",
-        (),
-        source,
-        layout,
+    store_spec = _Spec(
+        store_schema, {"delta.appendOnly": "true", **props}, f"{layout.table}: typed change events"
     )
+    store = _open(spark, paths.changes, store_spec, source, layout)
     history = snapshot = None
+    silver_props = {**SILVER_PROPERTIES, **props}
     if layout.history:
-        path = history_path(lake, layout.table)
-        comment = f"{layout.table}: history (SCD2)"
-        history = _open(
-            spark, path, history_schema, {**SILVER_PROPERTIES, **props}, comment, cluster, source, layout
-        )
+        spec = _Spec(history_schema, silver_props, f"{layout.table}: history (SCD2)", cluster)
+        history = _open(spark, paths.history, spec, source, layout)
     if layout.snapshot:
-        path = snapshot_path(lake, layout.table)
-        comment = f"{layout.table}: snapshot (SCD1)"
-        snapshot = _open(
-            spark, path, snapshot_schema, {**SILVER_PROPERTIES, **props}, comment, cluster, source, layout
-        )
+        spec = _Spec(snapshot_schema, silver_props, f"{layout.table}: snapshot (SCD1)", cluster)
+        snapshot = _open(spark, paths.snapshot, spec, source, layout)
     return store, history, snapshot
 
 
@@ -114,18 +102,23 @@ def _schemas(source: T.StructType, key_t: T.StructType) -> tuple[T.StructType, T
     return store_schema, history_schema, snapshot_schema
 
 
+@dataclass(frozen=True)
+class _Spec:
+    """How one of the table's Delta tables is made when it is new: its columns, properties, comment and the
+    columns it is clustered by (none: not clustered)."""
+
+    schema: T.StructType
+    properties: dict[str, str]
+    comment: str
+    cluster: tuple[str, ...] = ()
+
+
 def _open(
-    spark: SparkSession,
-    path: str,
-    schema: T.StructType,
-    props: dict[str, str],
-    comment: str,
-    cluster: tuple[str, ...],
-    source: T.StructType,
-    layout: TableLayout,
+    spark: SparkSession, path: str, spec: _Spec, source: T.StructType, layout: TableLayout
 ) -> DeltaTable:
-    """One Delta table of the table, created if new, its columns renamed, added and widened to ``source``."""
-    table = delta.ensure_table(spark, path, schema, props, comment, cluster)
+    """One Delta table of the table, created if new (``spec``), its columns renamed, added and widened to
+    ``source``."""
+    table = delta.ensure_table(spark, path, spec.schema, spec.properties, spec.comment, spec.cluster)
     if _rename(spark, path, {f.name for f in table.toDF().schema.fields}, layout):
         table = DeltaTable.forPath(spark, path)
     have = {f.name: f.dataType for f in table.toDF().schema.fields}
@@ -136,8 +129,8 @@ def _open(
     if new and delta.properties_for_names(f.name for f in new):
         set_properties(spark, path, delta.properties_for_names(f.name for f in new))
     if new:
-        spec = ", ".join(f"{sql.ident(f.name)} {f.dataType.simpleString()}" for f in new)
-        spark.sql(f"ALTER TABLE {sql.delta_path(path)} ADD COLUMNS ({spec})")
+        added = ", ".join(f"{sql.ident(f.name)} {f.dataType.simpleString()}" for f in new)
+        spark.sql(f"ALTER TABLE {sql.delta_path(path)} ADD COLUMNS ({added})")
     widened = _widen(spark, path, have, source, layout)
     if new or widened:
         table = DeltaTable.forPath(spark, path)

@@ -29,7 +29,7 @@ FUNCTIONS = [
     "resolver.read.read_wal2json",
     "resolver.plan.plan_changes",
     "resolver.silver.apply_changes",
-    "resolver.bronze.ingest",
+    "resolver.batch.ingest",
     "resolver.run.run_pipeline",
     "resolver.stream.stream_pipeline",
     "resolver.timetravel.as_of",

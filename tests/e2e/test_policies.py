@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from resolver import ingest
+from resolver import BatchOptions, ingest
 from resolver.errors import ConfigError
 from resolver.lake import snapshot_path
 from resolver.models import Format
@@ -29,6 +29,10 @@ columns:
   - {name: id}
   - {name: code}
 """
+
+
+def _options(**policies: Policy) -> BatchOptions:
+    return BatchOptions(policies=Policies(**policies))
 
 
 def _capture(pg_db: PgDatabase, path: Path) -> str:
@@ -93,7 +97,7 @@ def test_unknown_table_fail_names_the_table_and_writes_nothing(
     lake, first = stream["lake"], stream["1"]
     other = _first(first, "public.other")
     with pytest.raises(ConfigError) as err:
-        ingest(spark, [first], lake, "wal2json-v2", stream["schemas"], Policies(unknown_table=Policy.FAIL))
+        ingest(spark, [first], lake, "wal2json-v2", stream["schemas"], _options(unknown_table=Policy.FAIL))
     assert str(err.value) == (
         f"table public.other has no schema file: found 1 event(s), the first at commit LSN "
         f"{format_lsn(other['commit_lsn'])} ({first}:{other['source_line']}), expected public.other.yaml in "
@@ -106,8 +110,8 @@ def test_unknown_table_quarantine_keeps_its_events_and_applies_the_rest(
     spark: SparkSession, stream: dict[str, str]
 ) -> None:
     lake, first = stream["lake"], stream["1"]
-    policies = Policies(unknown_table=Policy.QUARANTINE)
-    summary = ingest(spark, [first], lake, "wal2json-v2", stream["schemas"], policies)
+    options = _options(unknown_table=Policy.QUARANTINE)
+    summary = ingest(spark, [first], lake, "wal2json-v2", stream["schemas"], options)
     assert (summary.events_read, summary.accepted, summary.quarantined, summary.duplicates) == (3, 2, 1, 0)
     assert [t.table for t in summary.tables] == ["public.codes"]
     assert _rows(spark, lake, "public.codes", "id", "code") == [(1, "12"), (2, "20")]
@@ -122,7 +126,7 @@ def test_unknown_table_quarantine_keeps_its_events_and_applies_the_rest(
     event = json.loads(raw)  # the whole change event: enough to replay it
     assert (event["table"], event["column_names"], event["column_values"]) == ("public.other", ["id"], ["1"])
     # the same batch again: nothing new anywhere
-    again = ingest(spark, [first], lake, "wal2json-v2", stream["schemas"], policies)
+    again = ingest(spark, [first], lake, "wal2json-v2", stream["schemas"], options)
     assert (again.accepted, again.quarantined) == (0, 0)
     assert len(_quarantine(spark, lake)) == 1
 
@@ -132,7 +136,7 @@ def test_unknown_column_fail_and_quarantine(spark: SparkSession, stream: dict[st
     ingest(spark, [stream["1"]], lake, "wal2json-v2", stream["schemas"])
     before = _tree(lake)
     insert = _first(second, "public.codes")
-    strict = Policies(unknown_columns=Policy.FAIL)
+    strict = _options(unknown_columns=Policy.FAIL)
     with pytest.raises(ConfigError) as err:
         ingest(spark, [second], lake, "wal2json-v2", stream["schemas"], strict)
     assert str(err.value) == (
@@ -162,7 +166,7 @@ def test_unsafe_type_change_quarantine_keeps_the_old_type(
     spark: SparkSession, stream: dict[str, str]
 ) -> None:
     lake, third = stream["lake"], stream["3"]
-    evolve = Policies(unsafe_type_change=Policy.QUARANTINE)
+    evolve = _options(unsafe_type_change=Policy.QUARANTINE)
     ingest(spark, [stream["1"], stream["2"]], lake, "wal2json-v2", None, evolve)
     summary = ingest(spark, [third], lake, "wal2json-v2", None, evolve)
     assert (summary.accepted, summary.quarantined) == (1, 1)

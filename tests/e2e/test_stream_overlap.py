@@ -25,6 +25,7 @@ from pyspark.sql import SparkSession
 from resolver.lock import (
     LakeBusy,
     PipelineBusy,
+    Taker,
     lake_lock,
     lock_path,
     owner_lock_path,
@@ -44,7 +45,7 @@ def _holding(checkpoint: str, run_id: str, seconds: float) -> threading.Thread:
     taken = threading.Event()
 
     def hold() -> None:
-        with pipeline_lock(checkpoint, "p.yaml", run_id):
+        with pipeline_lock(checkpoint, "p.yaml", Taker(run_id)):
             taken.set()
             time.sleep(seconds)
 
@@ -61,9 +62,9 @@ def test_the_owner_lock_refuses_a_second_holder_takes_over_a_gone_one_and_waits(
     checkpoint = os.path.join(lake, "_resolver", "stream")
     path = owner_lock_path(checkpoint)
     assert path == os.path.join(lake, "_resolver", "stream.lock")
-    with pipeline_lock(checkpoint, "p.yaml", "first"):
+    with pipeline_lock(checkpoint, "p.yaml", Taker("first")):
         with pytest.raises(PipelineBusy) as busy:
-            with pipeline_lock(checkpoint, "p.yaml", "second"):
+            with pipeline_lock(checkpoint, "p.yaml", Taker("second")):
                 pass
         assert isinstance(busy.value, LakeBusy)  # exit status 4, as a busy lake
         text = str(busy.value)
@@ -72,10 +73,11 @@ def test_the_owner_lock_refuses_a_second_holder_takes_over_a_gone_one_and_waits(
             "): expected no other run of it (pass --wait SECONDS to wait for it, or remove "
             f"{path} if that process is gone)"
         )
-        with lake_lock(lake, "ingest"):  # the lake's lock is another one: ingest takes turns with a stream
+        # the lake's lock is another one: ingest takes turns with a stream
+        with lake_lock(lake, Taker("ingest")):
             pass
         with pytest.raises(PipelineBusy, match="^pipeline p.yaml is being run by run first "):
-            with run_locks(lake, checkpoint, "p.yaml", "scheduled"):  # a scheduled run is refused too
+            with run_locks(lake, checkpoint, "p.yaml", Taker("scheduled")):  # a scheduled run is refused too
                 pass
         assert not os.path.exists(lock_path(lake))  # and let the lake's lock go
     assert not os.path.exists(path)
@@ -87,7 +89,7 @@ def test_the_owner_lock_refuses_a_second_holder_takes_over_a_gone_one_and_waits(
     Path(path).write_text(json.dumps(killed))
     started = time.monotonic()
     with caplog.at_level(logging.INFO, logger="resolver.lock"):
-        with pipeline_lock(checkpoint, "p.yaml", "next", poll_seconds=0.05):  # no --wait: taken over
+        with pipeline_lock(checkpoint, "p.yaml", Taker("next"), poll_seconds=0.05):  # no --wait: taken over
             assert json.loads(Path(path).read_text())["run_id"] == "next"
     assert time.monotonic() - started > 0.5
     assert (
@@ -101,10 +103,10 @@ def test_the_owner_lock_refuses_a_second_holder_takes_over_a_gone_one_and_waits(
     with pytest.raises(
         PipelineBusy, match=r"^pipeline p.yaml is being run by run stream .* after waiting 0.2 s: "
     ):
-        with pipeline_lock(checkpoint, "p.yaml", "impatient", wait_seconds=0.2, poll_seconds=0.05):
+        with pipeline_lock(checkpoint, "p.yaml", Taker("impatient"), wait_seconds=0.2, poll_seconds=0.05):
             pass
     started = time.monotonic()
-    with pipeline_lock(checkpoint, "p.yaml", "patient", wait_seconds=30, poll_seconds=0.05):
+    with pipeline_lock(checkpoint, "p.yaml", Taker("patient"), wait_seconds=30, poll_seconds=0.05):
         assert json.loads(Path(path).read_text())["run_id"] == "patient"
     assert time.monotonic() - started > 0.5
     holder.join()
@@ -114,14 +116,15 @@ def test_the_owner_lock_refuses_a_second_holder_takes_over_a_gone_one_and_waits(
     with pytest.raises(
         ValueError, match="^the owner lock of pipeline p.yaml is a Delta table: pass the Spark"
     ):
-        with pipeline_lock(uri, "p.yaml", "first"):
+        with pipeline_lock(uri, "p.yaml", Taker("first")):
             pass
 
     holder = _holding(checkpoint, "stream", 1.5)  # a scheduled run waits with the lake's lock let go
-    with run_locks(lake, checkpoint, "p.yaml", "scheduled", wait_seconds=30, poll_seconds=0.05):
+    with run_locks(lake, checkpoint, "p.yaml", Taker("scheduled"), wait_seconds=30, poll_seconds=0.05):
         assert json.loads(Path(path).read_text())["run_id"] == "scheduled"
         with pytest.raises(LakeBusy, match=f"^lake {re.escape(lake)} is being written by run scheduled "):
-            with run_locks(lake, checkpoint, "p.yaml", "another"):  # two scheduled runs meet at the lake
+            # two scheduled runs meet at the lake
+            with run_locks(lake, checkpoint, "p.yaml", Taker("another")):
                 pass
     holder.join()
 
@@ -212,7 +215,7 @@ def test_overlapping_runs_of_a_pipeline_are_refused_and_a_killed_stream_blocks_n
         # started again (--stream --once, no --wait): it takes the pipeline over at once; while it holds it
         # (its micro-batch kept waiting for the lake's lock, taken here as an ingest would, once the killed
         # one's JVM is gone too), a second one is refused
-        with lake_lock(str(lake), "ingest"):
+        with lake_lock(str(lake), Taker("ingest")):
             again = start("--stream", "--once")
             again.until("waiting up to 600 s for lake ")
             took = [line for line in again.seen if "taking over the lock of run " in line]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from resolver.lock import LakeBusy, lake_lock
+from resolver.lock import LakeBusy, Taker, lake_lock
 from resolver.table_lock import TableLock
 
 pytestmark = pytest.mark.spark
@@ -23,14 +23,14 @@ def _me(run: str, pid: int = 1) -> dict[str, object]:
 
 def test_a_second_run_is_refused_while_the_first_holds_it(spark: SparkSession, tmp_path: Path) -> None:
     lake = (tmp_path / "lake").as_uri()
-    with lake_lock(lake, "first", spark=spark):
+    with lake_lock(lake, Taker("first", spark=spark)):
         with pytest.raises(LakeBusy) as busy:
-            with lake_lock(lake, "second", spark=spark):
+            with lake_lock(lake, Taker("second", spark=spark)):
                 pass
         text = str(busy.value)
         assert text.startswith(f"lake {lake} is being written by run first (process ")
         assert "clear it with UPDATE delta.`" in text and "_resolver/lock` SET holder = NULL" in text
-    with lake_lock(lake, "third", spark=spark):  # released: free again
+    with lake_lock(lake, Taker("third", spark=spark)):  # released: free again
         assert TableLock(spark, lake).holder()["run_id"] == "third"  # type: ignore[index]
     assert TableLock(spark, lake).holder() is None
 
@@ -39,7 +39,7 @@ def test_the_lock_of_a_process_that_is_gone_is_taken_over(spark: SparkSession, t
     lake = (tmp_path / "lake").as_uri()
     gone = _me("crashed", pid=2**22 + 12345)  # above the kernel's largest pid: no such process
     assert TableLock(spark, lake).take(gone)
-    with lake_lock(lake, "next", spark=spark):
+    with lake_lock(lake, Taker("next", spark=spark)):
         assert TableLock(spark, lake).holder()["run_id"] == "next"  # type: ignore[index]
 
 
@@ -69,5 +69,5 @@ def test_of_runs_taking_it_at_once_exactly_one_gets_it(spark: SparkSession, tmp_
 
 def test_a_lake_named_by_a_uri_needs_the_session(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="is a Delta table: pass the SparkSession"):
-        with lake_lock((tmp_path / "lake").as_uri(), "x"):
+        with lake_lock((tmp_path / "lake").as_uri(), Taker("x")):
             pass

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from resolver.models import Format
-from resolver.stitch_plan import CUT_OFF, LATER, MATCHED, UNFRAMED, Part, plan_stitching
+from resolver.stitch_plan import CUT_OFF, LATER, MATCHED, UNFRAMED, Part, ReadWindow, plan_stitching
 from resolver.wal2json import Count, Event, Fragment, Quarantined, read_lines
 
 B = '{"action":"B","xid":7,"lsn":"0/10","nextlsn":"0/%X"}'
@@ -117,7 +117,7 @@ def test_a_bad_line_inside_a_cut_transaction_keeps_its_slot() -> None:
 def test_an_open_transaction_is_left_for_a_later_batch_and_names_the_file_it_began_in() -> None:
     files = [STREAM[:3], STREAM[3:6], STREAM[6:9]]  # 0x30 begins in file 1 and has not committed
     parts = _parts(_read(files))
-    later = plan_stitching(parts, len(files), open_end=True)
+    later = plan_stitching(parts, len(files), ReadWindow(open_end=True))
     assert later.status[(1, "tail")][0] == LATER and later.status[(2, "middle")][0] == LATER
     assert later.open_from == 1 and later.quarantined == 0
     closed = plan_stitching(parts, len(files))  # the end of the input: quarantined, never applied
@@ -129,7 +129,7 @@ def test_a_head_whose_begin_came_in_an_earlier_batch_is_left_alone_or_cut_off() 
     files = [STREAM[6:9], STREAM[9:13], STREAM[13:]]  # middle, middle, head (B is in an earlier file)
     parts = _parts(_read(files))
     assert {p.role for p in parts} == {"middle", "head", "whole"}
-    started = plan_stitching(parts, len(files), open_start=True)
+    started = plan_stitching(parts, len(files), ReadWindow(open_start=True))
     assert {s for s, _, _ in started.status.values()} == {LATER} and started.open_from is None
     closed = plan_stitching(parts, len(files))
     assert {s for s, _, _ in closed.status.values()} == {CUT_OFF}
@@ -146,7 +146,7 @@ def test_a_stream_without_framing_is_read_record_by_record() -> None:
     files = [[INS % 1, INS % 2], [INS % 3]]  # include-transaction=0: no B or C anywhere
     items = _read(files)
     parts = _parts(items)
-    plan = plan_stitching(parts, len(files), open_start=True, open_end=True)
+    plan = plan_stitching(parts, len(files), ReadWindow(open_start=True, open_end=True))
     assert sorted(_stitched(items, plan)) == [(None, 0, 1), (None, 0, 2), (None, 0, 3)]
     assert plan.events == 3 and plan.quarantined == 0
 
@@ -175,7 +175,7 @@ def test_any_cut_of_a_stream_gives_the_events_of_the_whole_stream(
     files = [lines[a:b] for a, b in zip([0, *cuts], [*cuts, len(lines)], strict=True)]
     items = _read(files)
     parts = _parts(items)
-    plan = plan_stitching(parts, len(files), open_end=open_end)
+    plan = plan_stitching(parts, len(files), ReadWindow(open_end=open_end))
     whole_events = _whole(lines)
     in_files = [(x.row["commit_lsn"], x.row["position"], int(x.row["column_values"][0]))
                 for _, x in items if isinstance(x, Event)]  # fmt: skip
@@ -200,7 +200,7 @@ def test_a_stream_cut_short_leaves_its_open_transaction_for_later_from_the_file_
     files = [landed[a:b] for a, b in bounds]
     items = _read(files)
     parts = _parts(items)
-    plan = plan_stitching(parts, len(files), open_end=True)
+    plan = plan_stitching(parts, len(files), ReadWindow(open_end=True))
     begun = [i for i, line in enumerate(landed) if line.startswith('{"action":"B"')]
     ended = sum(line.startswith('{"action":"C"') for line in landed)
     if len(begun) > ended:  # a transaction is open at the end: it waits, from the file of its B

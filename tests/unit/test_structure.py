@@ -1,5 +1,6 @@
 """The package's shape, checked: the modules that parse and decide import no Spark (their tests run without a
-JVM), and no two modules of ``resolver`` import each other, directly or through others. No Spark."""
+JVM), no two modules of ``resolver`` import each other, directly or through others, and no function takes
+more than six parameters (options objects instead of lists of flags). No Spark."""
 
 from __future__ import annotations
 
@@ -46,6 +47,8 @@ PURE = [
     "resolver.capture_status",
     "resolver.capture_drain",
     "resolver.landing_files",
+    "resolver.stitch_plan",
+    "resolver.batch_options",
 ]
 
 
@@ -85,3 +88,22 @@ def test_no_module_of_the_package_imports_itself_through_others() -> None:
     for module in sorted(graph):
         visit(module, [module])
     assert circles == []
+
+
+#: the most parameters a function of ``resolver`` takes (``self`` not counted); more travel in an options
+#: object (``resolver.batch_options.BatchOptions``, ``resolver.lock.Taker``, ``resolver.capture_options``)
+MOST_PARAMETERS = 6
+
+
+def test_no_function_takes_more_than_six_parameters() -> None:
+    long = []
+    for path in sorted(PACKAGE.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                a = node.args
+                names = [
+                    x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs] if x.arg not in ("self", "cls")
+                ]
+                if len(names) > MOST_PARAMETERS:
+                    long.append(f"{path.name}:{node.lineno} {node.name}({', '.join(names)})")
+    assert long == []

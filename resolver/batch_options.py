@@ -1,0 +1,50 @@
+"""How one batch is taken in: the options of ``ingest``, ``apply_changes`` and ``plan_changes`` in one object
+(``BatchOptions``), with the read window of a batch cut from a stream that goes on
+(``resolver.stitch_plan.ReadWindow``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from resolver.models import TableSummary
+from resolver.pipeline import TableSettings
+from resolver.policy import Policies
+from resolver.stitch_plan import CLOSED, ReadWindow
+
+__all__ = ["BatchOptions", "ReadWindow", "batch_options"]
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """The options of one batch (all optional):
+
+    - ``policies``: what happens to unknown tables and columns and unsafe type changes
+      (``resolver.policy``; a quarantined event is counted under ``quarantined``, not ``accepted``);
+    - ``settings``: each table's ``resolver.pipeline.TableSettings`` (outputs, key override, tracked
+      columns, clustering);
+    - ``include``: tables it says no to get no silver tables (their events still go to bronze);
+    - ``isolate``: a table that fails (in planning or while applying) does not stop the others: its summary
+      carries the ``error``;
+    - ``on_table``: called with each table's summary as soon as the table is done;
+    - ``window``: the batch's :class:`ReadWindow` in a stream read in pieces.
+    """
+
+    policies: Policies = field(default_factory=Policies)
+    settings: Callable[[str], TableSettings] | None = None
+    include: Callable[[str], bool] | None = None
+    isolate: bool = False
+    on_table: Callable[[TableSummary], None] | None = None
+    window: ReadWindow = CLOSED
+
+
+def batch_options(options: object) -> BatchOptions:
+    """``options`` as given to ``ingest``, ``apply_changes`` or ``plan_changes`` (None: the defaults);
+    anything else fails with one line (a ``Policies`` passed where the options go, as before BatchOptions
+    existed)."""
+    if options is None:
+        return BatchOptions()
+    if not isinstance(options, BatchOptions):
+        hint = " (policies go in BatchOptions(policies=...))" if isinstance(options, Policies) else ""
+        raise TypeError(f"options: expected a resolver.BatchOptions, found {type(options).__name__}{hint}")
+    return options

@@ -1,0 +1,139 @@
+"""A table's batch when the table already has Delta tables (``resolver.table_steps``): the batch's new rows
+are added to the change store, the affected keys are found in it and their held changes read back, and the
+versions resolved from them are MERGEd into the history (diffed first unless every event is newer than all
+the table held) and the snapshot. A run killed part-way is completed by this path too."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from resolver import delta, sql
+from resolver.affected import Affected, affected_keys, read_changes
+from resolver.batch_tables import BatchTables
+from resolver.explode import TableLayout
+from resolver.exploded import Stored, explode_batch
+from resolver.merge import (
+    diff_rows,
+    keys_of,
+    merge_changes,
+    merge_snapshot,
+    merge_versions,
+    range_sql,
+    replace_snapshot,
+)
+from resolver.steps import step
+from resolver.store import key_hash
+from resolver.tablemeta import TableMeta
+from resolver.truncates import pending_truncates
+
+__all__ = ["LaterBatch"]
+
+
+@dataclass
+class LaterBatch:
+    """The steps of a batch of a table whose Delta tables exist (``tables``, opened for this batch).
+    ``all_new``: the lake held none of the batch's events before it (bronze took every one as new)."""
+
+    spark: SparkSession
+    lake: str
+    meta: TableMeta
+    layout: TableLayout
+    tables: BatchTables
+    all_new: bool
+
+    def store(self, events: DataFrame) -> Stored:
+        """Explode the batch and add its new rows to the change store, with the truncates a new table kept.
+        When the lake held none of the batch's events (``all_new``: bronze took them all as new, and the
+        store only ever holds events bronze took before), they are appended blindly; otherwise by an
+        insert-only MERGE on (commit LSN, position), bounded by the batch's LSN range, which skips those
+        held already."""
+        spark, layout, store = self.spark, self.layout, self.tables.store
+        name = layout.table
+        with step(spark, name, "explode"):
+            exploded = explode_batch(events, layout)
+        batch = exploded.rows.dropDuplicates(["__lsn", "__pos"]).select(
+            *[sql.col(c) for c in store.toDF().columns]
+        )
+        adopted = False
+        if not layout.extra["key"]:  # a new table: truncates that came before its first rows
+            pending = pending_truncates(spark, self.lake, name, store.toDF().schema)
+            if pending is not None:
+                batch, adopted = batch.unionByName(pending), True
+        if self.all_new:
+            with step(spark, name, "store append"):
+                inserted, version = True, delta.append(store, self.tables.paths.changes, batch)
+        else:
+            condition = "t.__lsn = s.__lsn AND t.__pos = s.__pos"
+            if self.meta.lo is not None:
+                lo, hi = int(self.meta.lo), int(self.meta.hi or self.meta.lo)
+                condition = f"t.__lsn BETWEEN {lo} AND {hi} AND " + condition
+            with step(spark, name, "store merge"):
+                metrics, version = delta.insert_new(store, batch, condition)
+            inserted = bool(metrics)
+        applied = layout.extra.get("applied", "")
+        # the marker's key-change and truncate flags still describe the store before this batch's rows
+        flags_hold = applied.isdigit() and int(applied) + 1 == version - (1 if inserted else 0)
+        done = (
+            applied.isdigit()
+            and int(applied) + 1 == version  # nothing was committed to the store since the marker
+            and not (self.tables.rekeyed or adopted or layout.rescan or layout.schema_log)
+        )  # every event of the batch is in the store, and the silver tables hold all the store has
+        return Stored(exploded, store.toDF(), version, adopted, flags_hold, done)
+
+    def affected(self, stored: Stored, found_drops: bool) -> Affected:
+        """The batch's affected keys, looked up in the store (``resolver.affected.affected_keys``)."""
+        return affected_keys(
+            stored, self.layout, self.meta, rekeyed=self.tables.rekeyed, found_drops=found_drops
+        )
+
+    def changes(self, stored: Stored, affected: Affected) -> DataFrame:
+        """The affected keys' held changes, read from the store in one scan."""
+        return read_changes(stored.held, affected, self.layout)
+
+    def write_history(self, versions: DataFrame, affected: Affected) -> int:
+        """Make the history hold ``versions`` for the affected keys; returns the rows written. A batch whose
+        every event is newer than all the table held (the common case) only closes open versions and opens
+        new ones: one MERGE straight from the versions. Otherwise (late events, a truncate or a new key
+        affecting every key, a run completed after a crash) the versions are diffed against the history
+        rows of those keys first, and the diff's deletes remove versions that no longer exist."""
+        spark, name, layout, history = self.spark, self.layout.table, self.layout, self.tables.history
+        assert history is not None  # apply_table writes only the silver tables the table keeps
+        cols = history.toDF().columns
+        if affected.after_held and affected.nodes is not None and self.meta.lo is not None:
+            with step(spark, name, "history merge"):
+                written = merge_versions(
+                    history, versions, list(layout.key), cols, affected.ranges, int(self.meta.lo)
+                )
+            return sum(written.values())
+        with step(spark, name, "read history"):
+            hist = history.toDF()
+            for bound in range_sql(affected.ranges, ""):
+                hist = hist.filter(bound)
+            hist = hist.withColumn("__kh", key_hash(F.struct(*[sql.col(k) for k in layout.key])))
+            if affected.nodes is not None:
+                hist = hist.join(affected.nodes, F.col("__kh") == F.col("node"), "left_semi")
+        with step(spark, name, "diff history"):
+            diff = diff_rows(
+                versions, hist, cols, ["__kh", "__start_lsn"], [*layout.key, "__start_lsn"]
+            ).localCheckpoint(eager=True)
+        with step(spark, name, "history merge"):
+            written = merge_changes(history, diff, [*layout.key, "__start_lsn"], cols, affected.ranges)
+        return sum(written.values())
+
+    def write_snapshot(self, versions: DataFrame, changes: DataFrame, affected: Affected) -> dict[str, int]:
+        """MERGE the affected keys' current versions into the snapshot, straight from the versions: the
+        snapshot's own rows are the MERGE's target, so a run killed between the two MERGEs is completed
+        too. Every affected key is named by one of its changes; with every key affected, the whole snapshot
+        is replaced."""
+        snapshot, key = self.tables.snapshot, list(self.layout.key)
+        assert snapshot is not None  # apply_table writes only the silver tables the table keeps
+        cols = snapshot.toDF().columns
+        current = versions.filter("__is_current").select(*[sql.col(c) for c in cols])
+        with step(self.spark, self.layout.table, "snapshot merge"):
+            if affected.nodes is None:
+                return replace_snapshot(snapshot, current, key, cols)
+            keys = keys_of(changes, self.layout.key).distinct()
+            return merge_snapshot(snapshot, current, keys, key, cols, affected.ranges)
