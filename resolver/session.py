@@ -55,8 +55,9 @@ def local_session(
 
     Delta's jars are resolved from Maven Central by ``configure_spark_with_delta_pip`` (cached in ~/.ivy2),
     with any other ``packages`` (Maven coordinates, e.g. ``org.apache.hadoop:hadoop-aws:3.4.1`` for
-    ``s3a://``). Keyword arguments override settings, with dots written as ``__``:
-    ``spark__sql__shuffle__partitions="8"``.
+    ``s3a://``); the jars they resolved to are remembered (``resolver.package_jars``), so later sessions
+    with the same packages start without resolving them again. Keyword arguments override settings, with
+    dots written as ``__``: ``spark__sql__shuffle__partitions="8"``.
 
     Example::
 
@@ -67,8 +68,11 @@ def local_session(
     from resolver.runtime import check_local_spark
 
     check_local_spark()  # one clear line instead of an import error in a task or a missing Maven artifact
+    import pyspark
     from delta import configure_spark_with_delta_pip
     from pyspark.sql import SparkSession
+
+    from resolver.package_jars import remember_jars, remembered_jars, reusable
 
     builder = SparkSession.builder.appName(app_name).master(master)
     settings = dict(_DEFAULTS)
@@ -80,16 +84,21 @@ def local_session(
     for key, value in settings.items():
         builder = builder.config(key, value)
     builder = configure_spark_with_delta_pip(builder, list(packages))
+    wanted = builder._options.get("spark.jars.packages", "")  # noqa: SLF001  # Delta's and the caller's
+    jars = remembered_jars(wanted, pyspark.__version__) if wanted and reusable(settings) else None
+    if jars is not None:  # resolved by an earlier session: no Ivy resolution at start
+        builder = builder.config("spark.jars.packages", "").config("spark.jars", jars)
     try:
         session = builder.getOrCreate()
     except Exception as e:  # noqa: BLE001  # PySparkRuntimeError: the launcher's own lines are above
         if "JAVA_GATEWAY_EXITED" not in str(e):
             raise
-        asked = builder._options.get("spark.jars.packages", "")  # noqa: SLF001  # what the launcher fetched
         raise ConfigError(
             "Spark's launcher ended before the session started (its messages are above): expected Java 17 "
-            f"and the packages {asked} on Maven Central or in the Ivy cache; a delta-spark whose jars are "
+            f"and the packages {wanted} on Maven Central or in the Ivy cache; a delta-spark whose jars are "
             "not published for this Spark fails here (the supported pairs: README, Install on a cluster)"
         ) from None
+    if jars is None and wanted and reusable(settings):
+        remember_jars(wanted, pyspark.__version__, session)
     session.sparkContext.setLogLevel("ERROR")
     return session

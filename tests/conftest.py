@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import atexit
 import contextlib
 import fcntl
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
+from tests.harness import jvm
 from tests.harness.fixtures import captures, kafka_broker, pg_db, pg_server, s3_server  # noqa: F401  (fixtures)
 
 #: The tiers are folders: tests/unit (no JVM, no server: seconds), tests/spark (the one Spark session of the
@@ -26,40 +23,10 @@ from tests.harness.fixtures import captures, kafka_broker, pg_db, pg_server, s3_
 #: imports another.
 
 
-#: The tests' session interprets expressions instead of compiling them to Java. On test-sized data (a few
-#: hundred rows) compiling each new query's code costs more than running it: the same seed000 batches took
-#: about 18% less time this way. These are the modes Spark's own test suites run in.
-_INTERPRETED = {
-    "spark__sql__codegen__wholeStage": "false",
-    "spark__sql__codegen__factoryMode": "NO_CODEGEN",
-}
-
-
-def _child_spark_defaults() -> str:
-    """A Spark configuration folder whose ``spark-defaults.conf`` makes every ``resolver`` command the tests
-    run in a child process interpret expressions too (``SPARK_CONF_DIR``, which Spark's launcher reads for
-    every driver it starts): the sample stream's ingest in a child took 0.87x the wall time (median of 3
-    runs, side by side). The README's quickstart (tests/e2e/test_readme.py, and CI's first phase) runs
-    without it, compiled as a user's run is."""
-    folder = tempfile.mkdtemp(prefix="resolver-test-spark-conf-")
-    atexit.register(shutil.rmtree, folder, True)
-    lines = [f"{k.replace('__', '.')} {v}" for k, v in _INTERPRETED.items()]
-    Path(folder, "spark-defaults.conf").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return folder
-
-
-#: Every Spark driver JVM the tests start (their session, and each ``resolver`` command they run in a child
-#: process, which inherits the environment) compiles with C1 only and collects with the serial collector.
-#: Test batches are tiny: C2's optimised code never pays back the CPU it takes to make on 2 cores (C2 alone
-#: took a third of a measured ingest's CPU), and one GC thread leaves the cores to Spark's tasks. Spark's
-#: launcher adds SPARK_SUBMIT_OPTS to the driver's command line. ``RESOLVER_TEST_JIT=full`` keeps the JVM's
-#: defaults and compiled expressions in child processes (for comparing); the product's own sessions never
-#: set these.
-if os.environ.get("RESOLVER_TEST_JIT") != "full":
-    os.environ.setdefault(
-        "SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:+UseSerialGC"
-    )
-    os.environ.setdefault("SPARK_CONF_DIR", _child_spark_defaults())
+#: Every Spark driver the tests start (their session, and the ``resolver`` commands they run in child
+#: processes): C1 only, the serial collector, interpreted expressions and a shared class archive
+#: (tests/harness/jvm.py).
+jvm.configure()
 
 
 #: What one pytest-xdist worker needs: its own Spark driver (a 4 GiB heap, and the JVM around it), PostgreSQL
@@ -93,15 +60,16 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     from resolver.session import local_session
 
     # one worker at a time fetches Delta's and Kafka's jars into the Ivy cache (on a fresh machine both would
-    # download the same files into the same folder at once)
+    # download the same files into the same folder at once) and makes the class archive
     with _one_worker_at_a_time(tmp_path_factory, "spark-packages"):
+        jvm.share_classes(tmp_path_factory.mktemp("class-archive"))
         session = local_session(
             "resolver-tests",
             packages=[local_kafka_package()],  # Spark's Kafka source, for tests/e2e/test_kafka_stream.py
             spark__sql__shuffle__partitions="2",
             spark__default__parallelism="2",
             spark__driver__memory="4g",
-            **_INTERPRETED,
+            **{key.replace(".", "__"): value for key, value in jvm.INTERPRETED.items()},
         )
     yield session
     session.stop()

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness import jvm
+
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.spark
@@ -37,7 +39,7 @@ def _as_of_example() -> tuple[str, str]:
 
 def test_quickstart_command_ingests_the_samples(tmp_path: Path) -> None:
     """As a user runs it: compiled expressions (the other child processes of the tests interpret them)."""
-    env = {k: v for k, v in os.environ.items() if k != "SPARK_CONF_DIR"}
+    env = {**os.environ, "SPARK_SUBMIT_OPTS": jvm.compiled_options()}
     command = _quickstart()
     assert "resolver ingest samples/wal2json-v2 --lake lake" in command
     lake = ROOT / "lake"

@@ -38,6 +38,7 @@ PURE = [
     "resolver.pipeline",
     "resolver.lake",
     "resolver.names",
+    "resolver.package_jars",
     "resolver.errors",
     "resolver.models",
     "resolver.snapshot_records",
