@@ -60,8 +60,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     from resolver.session import local_session
 
     # one worker at a time fetches Delta's and Kafka's jars into the Ivy cache (on a fresh machine both would
-    # download the same files into the same folder at once)
+    # download the same files into the same folder at once) and makes the class archive
     with _one_worker_at_a_time(tmp_path_factory, "spark-packages"):
+        jvm.share_classes(tmp_path_factory.mktemp("class-archive"))
         session = local_session(
             "resolver-tests",
             packages=[local_kafka_package()],  # Spark's Kafka source, for tests/e2e/test_kafka_stream.py
@@ -70,15 +71,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
             spark__driver__memory="4g",
             **{key.replace(".", "__"): value for key, value in jvm.INTERPRETED.items()},
         )
-    jvm.make_archive(tmp_path_factory.mktemp("class-archive"))  # the first run on this install
     yield session
     session.stop()
-
-
-@pytest.fixture(autouse=True)
-def _class_archive() -> None:
-    """The drivers a test starts map the class archive once it is made (tests/harness/jvm.py)."""
-    jvm.use_archive()
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -8,7 +8,7 @@ driver's command line, and a driver's settings start from the ``spark.*`` system
 - Interpreted expressions (``INTERPRETED``, as ``-Dspark.…`` properties): on a few hundred rows compiling
   each query's code costs more than running it; the sample stream's ingest in a child took 0.87x the wall
   time (median of 3 runs, side by side). These are the modes Spark's own test suites run in.
-- Class-data sharing (``use_archive``): the classes a ``resolver ingest`` loads are dumped once into a
+- Class-data sharing (``share_classes``): the classes a ``resolver ingest`` loads are dumped once into a
   dynamic CDS archive (``-XX:ArchiveClassesAtExit``) and every later driver maps them instead of loading and
   verifying them again. A session start plus a small Delta write and read took 9.4 s instead of 14.0 s (two
   runs each, side by side); nearly every ``resolver`` child the e2e tests start is that short.
@@ -17,9 +17,8 @@ The archive is only valid for the class path it was made with (a ``SPARK_CONF_DI
 changes it: such drivers silently load their classes as usual; a JVM cannot archive with a folder holding
 files on its class path, which is why the settings are properties and not a ``spark-defaults.conf``). The
 archive is kept between runs under ``~/.cache/resolver-tests``, keyed by the Java, the Spark install and the
-options. The first run on a machine makes it in a child process of its own (``make_archive``, about 40 s)
-while the tests go on; the drivers started after it is there use it. ``RESOLVER_TEST_CDS=off`` makes none, for
-a run that starts few drivers and no ``resolver`` children (CI's Spark-tier tests of the oldest pair), where
+options; the first run on a machine makes it (about 40 s). ``RESOLVER_TEST_CDS=off`` makes none, for a run
+that starts few drivers and no ``resolver`` children (CI's Spark-tier tests of the oldest pair), where
 making it would cost more than it saves.
 ``RESOLVER_TEST_JIT=full`` keeps the JVM's defaults, compiled expressions and no archive (for comparing);
 the README's quickstart (tests/e2e/test_readme.py) compiles its expressions as a user's run does
@@ -28,14 +27,13 @@ the README's quickstart (tests/e2e/test_readme.py) compiles its expressions as a
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import time
+import warnings
 from importlib import metadata
 from pathlib import Path
 
@@ -54,29 +52,19 @@ _QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 _STALE_DAYS = 7
 
 
-#: the sample stream's ingest with the driver JVM dumping its classes as it exits, then ended and waited for
-#: (a JVM left to end after its Python would write the archive after the child returned); the archive is
-#: put in place whole, and the claim on making it is given up however the ingest ends
+#: the sample stream's ingest, then the driver JVM ended and waited for: it writes the archive as it exits
+#: (a JVM left to end after its Python would write it after the child returned)
 _DUMP = """
-import os, sys
+import sys
 from pyspark import SparkContext
 from resolver.cli import main
-samples, lake, staged, archive, claim = sys.argv[1:]
-try:
-    code = main(["ingest", samples, "--lake", lake])
-    jvm = SparkContext._gateway.proc
-    SparkContext._active_spark_context.stop()
-    jvm.stdin.close()
-    jvm.wait(timeout=600)
-    if code == 0 and os.path.isfile(staged):
-        os.replace(staged, archive)
-finally:
-    if os.path.isfile(staged):
-        os.unlink(staged)
-    os.unlink(claim)
+code = main(["ingest", sys.argv[1], "--lake", sys.argv[2]])
+jvm = SparkContext._gateway.proc
+SparkContext._active_spark_context.stop()
+jvm.stdin.close()
+jvm.wait(timeout=600)
+sys.exit(code)
 """
-#: a claim older than this is from a run that was killed while making the archive
-_CLAIM_MINUTES = 20
 
 
 def full_jit() -> bool:
@@ -92,7 +80,6 @@ def _cache_root() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "resolver-tests"
 
 
-@functools.cache
 def _folder() -> Path:
     """This Java's, Spark install's and options' folder in the cache."""
     identity = "\n".join(
@@ -113,47 +100,41 @@ def configure() -> None:
     if full_jit():
         return
     os.environ.setdefault("SPARK_SUBMIT_OPTS", BASE_OPTIONS)
-    use_archive()
-
-
-def use_archive() -> None:
-    """Have every driver started from now on map this install's class archive, if it is there (between
-    tests: it may have been made since the last)."""
-    if full_jit() or _archive_off() or os.environ.get("SPARK_SUBMIT_OPTS") != BASE_OPTIONS:
-        return  # the JVM's defaults, options of the developer's own, or the archive is in use already
     archive = _folder() / "classes.jsa"
-    if archive.is_file():
-        os.utime(_folder())  # in use: not stale
+    if archive.is_file() and os.environ["SPARK_SUBMIT_OPTS"] == BASE_OPTIONS and not _archive_off():
         os.environ["SPARK_SUBMIT_OPTS"] = f"{BASE_OPTIONS} -XX:SharedArchiveFile={archive} {_QUIET}"
 
 
-def make_archive(scratch: Path) -> None:
-    """Start making this install's class archive in a child process, unless it is there or another test
-    process is making it (a claim file beside it); ``scratch``: a folder for the child's lake and output.
-    Returns at once: the tests go on, and ``use_archive`` picks the archive up once it is there."""
-    if full_jit() or _archive_off() or os.environ.get("SPARK_SUBMIT_OPTS") != BASE_OPTIONS:
+def share_classes(scratch: Path) -> None:
+    """Make this install's class archive if there is none yet (a ``resolver ingest`` of the sample stream in
+    a child that dumps its classes at exit; ``scratch``: a folder for its lake), then have every driver
+    started from now on map it. The caller holds the lock the test workers share."""
+    if full_jit() or os.environ.get("SPARK_SUBMIT_OPTS") != BASE_OPTIONS:
+        return  # the JVM's defaults, options of the developer's own, or the archive is in use already
+    if _archive_off():
         return
     folder = _folder()
-    if (folder / "classes.jsa").is_file():
-        return
-    folder.mkdir(parents=True, exist_ok=True)
-    claim = folder / "making"
-    with contextlib.suppress(FileNotFoundError):
-        if time.time() - claim.stat().st_mtime > _CLAIM_MINUTES * 60:
-            claim.unlink()
-    try:
-        claim.touch(exist_ok=False)
-    except FileExistsError:
-        return  # another test process is making it
-    _prune_stale(folder)
-    staged = folder / f"classes.{os.getpid()}.jsa"
-    env = {**os.environ, "SPARK_SUBMIT_OPTS": f"{BASE_OPTIONS} -XX:ArchiveClassesAtExit={staged}"}
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    paths = [ROOT / "samples/wal2json-v2", scratch / "lake", staged, folder / "classes.jsa", claim]
-    with open(scratch / "class-archive.log", "w") as log:  # its output, when an archive does not appear
-        subprocess.Popen(
-            [sys.executable, "-c", _DUMP, *map(str, paths)], stdout=log, stderr=subprocess.STDOUT, env=env
-        )
+    archive = folder / "classes.jsa"
+    if not archive.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        _prune_stale(folder)
+        staged = folder / f"classes.{os.getpid()}.jsa"
+        env = {**os.environ, "SPARK_SUBMIT_OPTS": f"{BASE_OPTIONS} -XX:ArchiveClassesAtExit={staged}"}
+        env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+        lake = scratch / "class-archive-lake"
+        command = [sys.executable, "-c", _DUMP, str(ROOT / "samples/wal2json-v2"), str(lake)]
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900, check=False)
+        shutil.rmtree(lake, ignore_errors=True)
+        if done.returncode != 0:
+            staged.unlink(missing_ok=True)
+            tail = done.stderr[-3000:]
+            raise RuntimeError(f"the sample stream's ingest failed ({done.returncode}):\n{tail}")
+        if not staged.is_file():  # a JVM that cannot dump (no base archive): the drivers load as usual
+            warnings.warn(f"no class archive made; the JVM said:\n{done.stdout[-2000:]}", stacklevel=1)
+            return
+        staged.replace(archive)
+    os.utime(folder)  # in use: not stale
+    os.environ["SPARK_SUBMIT_OPTS"] = f"{BASE_OPTIONS} -XX:SharedArchiveFile={archive} {_QUIET}"
 
 
 def compiled_options() -> str:
@@ -164,7 +145,7 @@ def compiled_options() -> str:
 
 
 def _prune_stale(keep: Path) -> None:
-    """Remove the folders of other installs made over a week ago (each archive is about 200 MB)."""
+    """Remove the folders of other installs nobody used for a week (each archive is about 190 MB)."""
     cutoff = time.time() - _STALE_DAYS * 86400
     for other in keep.parent.glob("*"):
         if other != keep and other.is_dir() and other.stat().st_mtime < cutoff:
