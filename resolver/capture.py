@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import shutil
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,6 +51,9 @@ __all__ = ["STREAM_OPTIONS", "CaptureOptions", "CaptureSummary", "capture_once",
 
 log = logging.getLogger(__name__)
 
+#: how long a capture waits for its slot while another client reads it
+_IN_USE_GRACE_SECONDS = 5.0
+
 
 def capture_once(options: CaptureOptions) -> CaptureSummary:
     """Take the slot's snapshot if it was never taken, drain the slot up to the WAL position current now
@@ -72,8 +76,7 @@ def capture_once(options: CaptureOptions) -> CaptureSummary:
     summary = CaptureSummary(options.slot)
     with connect(options.dsn) as conn:
         check_source(conn)
-        query = "SELECT 1 FROM pg_replication_slots WHERE slot_name = %s"
-        exists = bool(conn.execute(query, (options.slot,)).fetchall())
+        exists = _slot_free(conn, options.slot)
     if exists and not state.exists() and not started.exists():
         raise ConfigError(
             f"slot {options.slot} exists but was not made by resolver capture for {landing} (no {state}): "
@@ -98,6 +101,23 @@ def capture_once(options: CaptureOptions) -> CaptureSummary:
         _publish(landing, options.slot, started, state, summary)
     drain(options, summary)
     return summary
+
+
+def _slot_free(conn: psycopg.Connection[Any], slot: str) -> bool:
+    """Whether the slot exists; refused in one line while another client reads it (after a grace period:
+    the server process of a capture just killed takes a moment to notice)."""
+    query = "SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s"
+    deadline = time.monotonic() + _IN_USE_GRACE_SECONDS
+    while True:
+        found = conn.execute(query, (slot,)).fetchall()
+        if not found or found[0][0] is None:
+            return bool(found)
+        if time.monotonic() >= deadline:
+            raise ConfigError(
+                f"slot {slot} is in use by another client (server process {found[0][0]}): expected one "
+                "capture per slot at a time (stop the other one, or give this one its own --slot)"
+            )
+        time.sleep(0.5)
 
 
 def _pending(landing: Path, slot: str) -> Path:

@@ -26,8 +26,11 @@ def add_capture(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "Each capture then drains the slot up to the WAL position current when it began into landing files "
         "cut at transaction ends (--file-mb), written whole and flushed to disk before that position is "
         "confirmed to the slot. With --once it does that once and exits (for schedulers); without, it "
-        "does it again every --interval seconds until SIGINT/SIGTERM, which stop it after the capture "
-        "under way. The database needs wal_level=logical, the wal2json plugin, and a role with REPLICATION.",
+        "then stays connected and lands each transaction as it commits (PostgreSQL's replication protocol), "
+        "a file at the first transaction end once it is --file-mb large or --interval seconds old, until "
+        "SIGINT/SIGTERM, which close the file at a transaction end and confirm it. The database needs "
+        "wal_level=logical, the wal2json plugin, and a role with REPLICATION that pg_hba.conf lets open "
+        "replication connections.",
         epilog="examples:\n"
         "  resolver capture --dsn 'host=db dbname=shop user=cdc' --landing landing/ --slot shop --once\n"
         "  resolver capture --dsn postgresql://cdc@db/shop --landing landing/ --slot shop --interval 30\n"
@@ -65,7 +68,11 @@ def add_capture(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="print the slot's lag (bytes and seconds), retained WAL and files landed; capture nothing",
     )
     parser.add_argument(
-        "--interval", type=float, metavar="SECONDS", help="between captures (default 10, or the file's)"
+        "--interval",
+        type=float,
+        metavar="SECONDS",
+        help="a running capture's landing file is closed at the first transaction end this long after it "
+        "opened: how long a change waits at most before a run can read it (default 10, or the file's)",
     )
     parser.add_argument(
         "--file-mb",
@@ -165,8 +172,11 @@ def capture(args: argparse.Namespace) -> int:
     if not args.once:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
-    while True:
-        summary = capture_once(options)
-        print("\n".join(summary.lines()), flush=True)
-        if args.once or stop.wait(interval):
-            return 0
+    summary = capture_once(options)  # the snapshot if it was never taken, and the slot's backlog
+    print("\n".join(summary.lines()), flush=True)
+    if args.once or stop.is_set():
+        return 0
+    from resolver.capture_stream import stream_changes
+
+    print("\n".join(stream_changes(options, interval, stop).lines()), flush=True)
+    return 0

@@ -21,7 +21,7 @@ from resolver.capture_source import connect
 from resolver.landing_files import LandingParts
 from resolver.lsn import parse_lsn
 
-__all__ = ["STREAM_OPTIONS", "drain"]
+__all__ = ["STREAM_OPTIONS", "CapturedLines", "drain", "starts_of"]
 
 log = logging.getLogger("resolver.capture")
 
@@ -37,12 +37,60 @@ STREAM_OPTIONS = {
 }
 
 
-def _starts(state: Path) -> dict[str, int]:
+def starts_of(options: CaptureOptions) -> dict[str, int]:
     """Each copied table's snapshot point: its changes committed up to it are in its copy."""
+    state = Path(options.landing) / "_capture" / f"{options.slot}.json"
     if not state.exists():
         return {}
     starts = json.loads(state.read_text(encoding="utf-8")).get("starts", {})
     return {name: parse_lsn(lsn) for name, lsn in starts.items()}
+
+
+class CapturedLines:
+    """The slot's wal2json records, one at a time (``take``), into landing parts: the captured tables'
+    changes, each transaction framed by its B and C; a transaction with none of them leaves no line, and a
+    change a table's copy already holds (committed up to its snapshot point) is left out."""
+
+    def __init__(self, options: CaptureOptions, parts: LandingParts) -> None:
+        self.options, self.parts = options, parts
+        self.starts = starts_of(options)
+        self.records = 0  # wal2json records read (B and C included)
+        self.kept = 0  # changes of captured tables
+        self._commit = 0  # the end LSN of the transaction being read
+        self._begin: str | None = None  # its B, written with its first captured change
+        self._opened = False
+
+    @property
+    def inside(self) -> bool:
+        """Whether a transaction's B was read and not yet its C (no cut may fall here)."""
+        return self._begin is not None
+
+    def take(self, text: str) -> int | None:
+        """One record; for a transaction's C, the LSN where that transaction ends (all before it is read)."""
+        self.records += 1
+        record = json.loads(text)
+        action = record["action"]
+        if action == "B":
+            self._begin, self._opened = text, False
+            self._commit = parse_lsn(record["nextlsn"])
+            return None
+        if action == "C":
+            end = parse_lsn(record["nextlsn"])
+            if self._opened:
+                self.parts.write(text)
+                self.parts.transaction_ended(end)
+            self._begin, self._opened = None, False
+            return end
+        if "table" in record:
+            table = f"{record['schema']}.{record['table']}"
+            if not self.options.included(table) or self._commit <= self.starts.get(table, -1):
+                return None  # not captured, or in the table's copy (made after the slot)
+        if self._begin is not None and not self._opened:
+            self.parts.write(self._begin)
+            self._opened = True
+        self.parts.write(text)
+        self.kept += "table" in record
+        return None
 
 
 def drain(options: CaptureOptions, summary: CaptureSummary) -> None:
@@ -50,45 +98,21 @@ def drain(options: CaptureOptions, summary: CaptureSummary) -> None:
     captured table changed), then that position confirmed to the slot."""
     flat = [item for pair in STREAM_OPTIONS.items() for item in pair]
     parts = LandingParts(Path(options.landing), options.slot, options.file_bytes)
-    starts = _starts(Path(options.landing) / "_capture" / f"{options.slot}.json")
-    commit = 0  # the commit LSN of the transaction being read
-    kept = 0  # changes of captured tables
+    lines = CapturedLines(options, parts)
     with connect(options.dsn) as conn:
         upto = str(conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0])  # type: ignore[index]
         log.info("reading slot %s up to %s", options.slot, upto)
-        begin: str | None = None  # a transaction's B, written with its first captured change
-        opened = False
         with conn.transaction(), conn.cursor(name="drain") as cursor:
             cursor.itersize = 10_000
             query = "SELECT data FROM pg_logical_slot_peek_changes(%s, %s::pg_lsn, NULL, VARIADIC %s::text[])"
             cursor.execute(query, (options.slot, upto, flat))
             for (text,) in cursor:
-                summary.changes += 1
-                record = json.loads(text)
-                action = record["action"]
-                if action == "B":
-                    begin, opened = str(text), False
-                    commit = parse_lsn(record["nextlsn"])
-                    continue
-                if action == "C":
-                    if opened:
-                        parts.write(str(text))
-                        parts.transaction_ended(parse_lsn(record["nextlsn"]))
-                    begin, opened = None, False
-                    continue
-                if "table" in record:
-                    table = f"{record['schema']}.{record['table']}"
-                    if not options.included(table) or commit <= starts.get(table, -1):
-                        continue  # not captured, or in the table's copy (made after the slot)
-                if begin is not None and not opened:
-                    parts.write(begin)
-                    opened = True
-                parts.write(str(text))
-                kept += "table" in record
+                lines.take(str(text))
+        summary.changes += lines.records
         files = parts.finish()
         for path in files:
             summary.files.append(str(path))
         if files:
-            log.info("landed %d file(s) (%d change(s)); confirming %s", len(files), kept, upto)
+            log.info("landed %d file(s) (%d change(s)); confirming %s", len(files), lines.kept, upto)
         conn.execute("SELECT pg_replication_slot_advance(%s, %s::pg_lsn)", (options.slot, upto))
         summary.confirmed_lsn = upto

@@ -5,6 +5,7 @@ file each time one holds enough bytes, always at the end of a transaction. No Sp
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
@@ -51,20 +52,41 @@ class LandingParts:
         self._tmp = folder / f".{prefix}-drain-0.json.tmp"
         self._size = 0
         self._last: int | None = None  # the commit LSN of the part's last complete transaction
+        self._opened = 0.0  # when the open part got its first line (time.monotonic)
+
+    @property
+    def is_open(self) -> bool:
+        """Whether a part holds lines not yet in a landing file."""
+        return self._out is not None
+
+    def open_seconds(self) -> float:
+        """How long the open part has been open (0 when none is)."""
+        return time.monotonic() - self._opened if self._out is not None else 0.0
 
     def write(self, line: str) -> None:
         if self._out is None:
             self._tmp = self.folder / f".{self.prefix}-drain-{len(self.files)}.json.tmp"
             self._out = open(self._tmp, "w", encoding="utf-8")  # noqa: SIM115 (closed by _close)
             self._size = 0
+            self._opened = time.monotonic()
         self._out.write(line + "\n")
         self._size += len(line) + 1
 
     def transaction_ended(self, commit_lsn: int) -> None:
-        """The line just written ended a transaction committed at ``commit_lsn``: a cut may follow."""
+        """The line just written ended a transaction committed at ``commit_lsn``: a cut may follow. The
+        transaction is handed to the operating system (not yet flushed to disk, still under a hidden name)."""
         self._last = commit_lsn
         if self._size >= self.limit:
             self._close()
+        elif self._out is not None:
+            self._out.flush()
+
+    def cut(self) -> Path | None:
+        """Close the open part now (between transactions), as a file; ``None`` when none is open."""
+        if self._out is None:
+            return None
+        self._close()
+        return self.files[-1]
 
     def finish(self) -> list[Path]:
         """Close the last part (the stream must end at a transaction's end); every file written."""

@@ -159,7 +159,11 @@ class CaptureSettings(ResolverModel):
         "out of the file)"
     )  # fmt: skip
     slot: str = Field(description="The replication slot (1-63 lower-case letters, digits, _)")
-    interval_seconds: float = Field(10.0, gt=0, description="Seconds between captures without --once")
+    interval_seconds: float = Field(
+        10.0,
+        gt=0,
+        description="A running capture closes a landing file this long after it opened (without --once)",
+    )
     file_mb: float = Field(
         64.0, gt=0, description="Landing files are cut at a transaction end past this size"
     )
