@@ -20,11 +20,9 @@ from __future__ import annotations
 import fnmatch
 import json
 import logging
-import os
-import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from resolver.capture_drain import STREAM_OPTIONS, drain
@@ -40,7 +38,7 @@ from resolver.capture_source import (
     source_tables,
 )
 from resolver.errors import ConfigError
-from resolver.landing_files import sync_folder, write_durably
+from resolver.landing_store import Landing, landing_at
 from resolver.lsn import format_lsn, parse_lsn
 from resolver.snapshot_records import SnapshotTable, snapshot_transaction
 
@@ -69,23 +67,23 @@ def capture_once(options: CaptureOptions) -> CaptureSummary:
     """
     if not SLOT_NAME.fullmatch(options.slot):
         raise ConfigError(f"--slot {options.slot!r}: expected {SLOT_NAME_EXPECTED}")
-    landing = Path(options.landing)
-    state = landing / "_capture" / f"{options.slot}.json"
-    started = state.with_suffix(".started")
-    state.parent.mkdir(parents=True, exist_ok=True)
+    landing = landing_at(options.landing)
+    state, started = f"_capture/{options.slot}.json", f"_capture/{options.slot}.started"
     summary = CaptureSummary(options.slot)
     with connect(options.dsn) as conn:
         check_source(conn)
         exists = _slot_free(conn, options.slot)
-    if exists and not state.exists() and not started.exists():
+    has_state = landing.read(state) is not None
+    if exists and not has_state and landing.read(started) is None:
         raise ConfigError(
-            f"slot {options.slot} exists but was not made by resolver capture for {landing} (no {state}): "
+            f"slot {options.slot} exists but was not made by resolver capture for {options.landing} (no "
+            f"{landing.location(state)}): "
             "expected a new slot name (the rows from before a slot cannot be copied consistently with it)"
         )
-    if not state.exists():
+    if not has_state:
         if not exists:  # a first capture, or one whose slot is gone: whatever was copied for it is void
-            shutil.rmtree(_pending(landing, options.slot), ignore_errors=True)
-            write_durably(started, [json.dumps({"slot": options.slot, "tables": {}})])
+            landing.delete_under(_pending(options.slot))
+            landing.write(started, [json.dumps({"slot": options.slot, "tables": {}})])
             command = f"CREATE_REPLICATION_SLOT {options.slot} LOGICAL wal2json (SNAPSHOT 'export')"
         else:
             log.warning(
@@ -97,8 +95,8 @@ def capture_once(options: CaptureOptions) -> CaptureSummary:
             command = f"CREATE_REPLICATION_SLOT {_temporary(options.slot)} TEMPORARY LOGICAL wal2json " + (
                 "(SNAPSHOT 'export')"
             )
-        _snapshot(options, command, started, summary)
-        _publish(landing, options.slot, started, state, summary)
+        _snapshot(options, landing, command, summary)
+        _publish(landing, options.slot, summary)
     drain(options, summary)
     return summary
 
@@ -120,52 +118,49 @@ def _slot_free(conn: psycopg.Connection[Any], slot: str) -> bool:
         time.sleep(0.5)
 
 
-def _pending(landing: Path, slot: str) -> Path:
+def _pending(slot: str) -> str:
     """Where a snapshot's files wait until every table is copied (no run reads ``_`` folders)."""
-    return landing / "_capture" / f"{slot}.pending"
+    return f"_capture/{slot}.pending"
 
 
 def _temporary(slot: str) -> str:
     return f"{slot[:55]}_copy"
 
 
-def _snapshot(options: CaptureOptions, command: str, started: Path, summary: CaptureSummary) -> None:
+def _snapshot(options: CaptureOptions, landing: Landing, command: str, summary: CaptureSummary) -> None:
     """Create a slot with ``command`` exporting a snapshot and copy, in that snapshot, each included table
     that ``started`` does not list as copied yet into a file of its own in the pending folder, recording it
     in ``started`` once the file is durable. A table copied at a later point than the capture's slot was
     made starts there: the drain leaves out its changes committed up to that point (they are in its copy)."""
-    progress = json.loads(started.read_text(encoding="utf-8"))
+    started = f"_capture/{options.slot}.started"
+    progress = json.loads(landing.read(started) or "{}")
     copied: dict[str, Any] = progress.setdefault("tables", {})
-    pending = _pending(Path(options.landing), options.slot)
-    pending.mkdir(parents=True, exist_ok=True)
+    pending = _pending(options.slot)
 
-    def done(table: SnapshotTable, point: int, rows: int, path: Path) -> None:
-        copied[table.qualified] = {"lsn": format_lsn(point), "rows": rows, "file": path.name}
-        write_durably(started, [json.dumps(progress, ensure_ascii=False)])
+    def done(table: SnapshotTable, point: int, rows: int, name: str) -> None:
+        copied[table.qualified] = {"lsn": format_lsn(point), "rows": rows, "file": name.rsplit("/", 1)[-1]}
+        landing.write(started, [json.dumps(progress, ensure_ascii=False)])
         summary.snapshot_lsn = format_lsn(point)
         summary.snapshot_rows[table.qualified] = rows
 
-    _copy_exported(
-        options,
-        command,
+    copying = _Copy(
         lambda table: options.included(table) and table not in copied,
-        lambda lsn, n: pending / f"{options.slot}-{lsn:016X}-snapshot-{n:04d}.json",
+        lambda lsn, n: f"{pending}/{options.slot}-{lsn:016X}-snapshot-{n:04d}.json",
         lambda rows, tables, lsn, taken: snapshot_transaction(rows, lsn, taken),
         done,
     )
+    _copy_exported(options, landing, command, copying)
 
 
-def _publish(landing: Path, slot: str, started: Path, state: Path, summary: CaptureSummary) -> None:
+def _publish(landing: Landing, slot: str, summary: CaptureSummary) -> None:
     """Every table copied: the snapshot's files into the landing folder (a file already moved by a capture
     killed half-way through this is skipped), then the state recorded and the pending folder removed."""
-    progress = json.loads(started.read_text(encoding="utf-8"))
-    pending = _pending(landing, slot)
+    started = f"_capture/{slot}.started"
+    progress = json.loads(landing.read(started) or "{}")
+    pending = _pending(slot)
     for entry in progress["tables"].values():
-        source = pending / entry["file"]
-        if source.exists():
-            os.replace(source, landing / entry["file"])
-        summary.files.append(str(landing / entry["file"]))
-    sync_folder(landing)
+        landing.move(f"{pending}/{entry['file']}", entry["file"])
+        summary.files.append(landing.location(entry["file"]))
     tables = progress["tables"]
     first = min((parse_lsn(t["lsn"]) for t in tables.values()), default=None)
     record = {
@@ -175,9 +170,9 @@ def _publish(landing: Path, slot: str, started: Path, state: Path, summary: Capt
         "starts": {name: t["lsn"] for name, t in tables.items()},
         "files": {name: t["file"] for name, t in tables.items()},
     }
-    write_durably(state, [json.dumps(record, ensure_ascii=False)])
-    started.unlink()
-    shutil.rmtree(pending, ignore_errors=True)
+    landing.write(f"_capture/{slot}.json", [json.dumps(record, ensure_ascii=False)])
+    landing.delete(started)
+    landing.delete_under(pending)
     summary.snapshot_rows = dict(record["tables"])  # type: ignore[arg-type]
 
 
@@ -189,10 +184,12 @@ def resnapshot(options: CaptureOptions, patterns: Sequence[str]) -> CaptureSumma
     applied wrongly by hand) are put back, rows that no longer exist are deleted. In the history, each
     re-copied row gets a new version at that point. A re-snapshot killed half-way leaves nothing: its
     temporary slot ends with it and its file is never renamed into place."""
-    state = Path(options.landing) / "_capture" / f"{options.slot}.json"
-    if not state.exists():
+    landing = landing_at(options.landing)
+    state = f"_capture/{options.slot}.json"
+    if landing.read(state) is None:
         raise ConfigError(
-            f"slot {options.slot} has no snapshot in {options.landing} (no {state}): expected a capture "
+            f"slot {options.slot} has no snapshot in {options.landing} (no {landing.location(state)}): "
+            "expected a capture "
             "of that slot first (its first capture copies every table)"
         )
 
@@ -204,21 +201,19 @@ def resnapshot(options: CaptureOptions, patterns: Sequence[str]) -> CaptureSumma
     with connect(options.dsn) as conn:
         check_source(conn)
     summary = CaptureSummary(options.slot)
-    landing = Path(options.landing)
 
-    def done(table: SnapshotTable, point: int, rows: int, path: Path) -> None:
+    def done(table: SnapshotTable, point: int, rows: int, name: str) -> None:
         summary.snapshot_lsn = format_lsn(point)
         summary.snapshot_rows[table.qualified] = rows
-        summary.files.append(str(path))
+        summary.files.append(landing.location(name))
 
-    _copy_exported(
-        options,
-        command,
+    copying = _Copy(
         chosen,
-        lambda lsn, n: landing / f"{options.slot}-{lsn:016X}-resnapshot-{n:04d}.json",
+        lambda lsn, n: f"{options.slot}-{lsn:016X}-resnapshot-{n:04d}.json",
         lambda rows, tables, lsn, taken: snapshot_transaction(rows, lsn, taken, truncated=tables),
         done,
     )
+    _copy_exported(options, landing, command, copying)
     if not summary.files:
         raise ConfigError(
             f"--resnapshot {' '.join(patterns)}: no captured table matches: expected a pattern on "
@@ -227,19 +222,23 @@ def resnapshot(options: CaptureOptions, patterns: Sequence[str]) -> CaptureSumma
     return summary
 
 
-def _copy_exported(
-    options: CaptureOptions,
-    command: str,
-    include: Callable[[str], bool],
-    name: Callable[[int, int], Path],
+@dataclass(frozen=True)
+class _Copy:
+    """What a copy in an exported snapshot makes: the tables it takes (``include``), each one's file
+    (``name(consistent point, n)``, its lines made by ``render``), and what it records once a file is
+    durable (``done(table, point, rows, file)``)."""
+
+    include: Callable[[str], bool]
+    name: Callable[[int, int], str]
     render: Callable[
         [Iterator[tuple[SnapshotTable, tuple[str | None, ...]]], list[SnapshotTable], int, str], Iterator[str]
-    ],
-    done: Callable[[SnapshotTable, int, int, Path], None],
-) -> None:
-    """Create a slot with ``command`` (exporting a snapshot) and copy each table ``include`` accepts, in that
-    snapshot, into the file ``name(consistent point, n)`` (its lines made by ``render``), calling ``done``
-    with the table, the point, its rows and the file once the file is durable."""
+    ]
+    done: Callable[[SnapshotTable, int, int, str], None]
+
+
+def _copy_exported(options: CaptureOptions, landing: Landing, command: str, copying: _Copy) -> None:
+    """Create a slot with ``command`` (exporting a snapshot) and copy the tables ``copying`` takes, in that
+    snapshot, each into a file of ``landing``."""
     import psycopg
 
     replication = psycopg.connect(options.dsn, autocommit=True, replication="database")
@@ -258,14 +257,15 @@ def _copy_exported(
             for setting, value in SESSION_SETTINGS.items():
                 copy.execute(f"SET {setting} = '{value}'".encode())
             taken = str(copy.execute("SELECT now()::text").fetchone()[0])  # type: ignore[index]
-            tables = [t for t in source_tables(copy) if include(t.qualified)]
+            tables = [t for t in source_tables(copy) if copying.include(t.qualified)]
             lock_tables(copy, tables)
             for n, table in enumerate(tables):
                 counts: dict[str, int] = {}
-                path = name(point, n)
-                write_durably(path, render(_rows(copy, [table], counts), [table], point, taken))
-                done(table, point, counts[table.qualified], path)
-                log.info("copied %s: %d row(s) into %s", table.qualified, counts[table.qualified], path.name)
+                file = copying.name(point, n)
+                landing.write(file, copying.render(_rows(copy, [table], counts), [table], point, taken))
+                copying.done(table, point, counts[table.qualified], file)
+                shown = file.rsplit("/", 1)[-1]
+                log.info("copied %s: %d row(s) into %s", table.qualified, counts[table.qualified], shown)
     finally:
         replication.close()  # the exported snapshot (and a temporary slot) end with this connection
 

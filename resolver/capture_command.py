@@ -50,7 +50,9 @@ def add_capture(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "include/exclude choose the tables (the flags below override its dsn, slot and folder)",
     )
     parser.add_argument("--dsn", help="libpq connection string or URI of the database")
-    parser.add_argument("--landing", metavar="DIR", help="the landing folder to write")
+    parser.add_argument(
+        "--landing", metavar="DIR", help="the landing folder to write: a path, or s3://bucket/prefix (s3a://)"
+    )
     parser.add_argument("--slot", help="the replication slot (created on the first capture)")
     parser.add_argument(
         "--tables",
@@ -95,6 +97,7 @@ def _options(args: argparse.Namespace) -> tuple[CaptureOptions, float]:
     source folder and its include/exclude (the flags override its dsn, slot, folder and interval)."""
     from resolver.capture_options import CaptureOptions
     from resolver.errors import ConfigError
+    from resolver.landing_store import check_location
 
     interval = args.interval
     if args.pipeline is None:
@@ -107,7 +110,6 @@ def _options(args: argparse.Namespace) -> tuple[CaptureOptions, float]:
         tables = (tuple(args.tables or ("*",)), tuple(args.exclude or ()))
         options = CaptureOptions(args.dsn, args.landing, args.slot, *tables, _bytes(args.file_mb, 64.0))
     else:
-        from resolver.paths import is_uri
         from resolver.pipeline import load_pipeline
 
         pipeline = load_pipeline(args.pipeline)
@@ -123,10 +125,10 @@ def _options(args: argparse.Namespace) -> tuple[CaptureOptions, float]:
                 "(docs/capture.md)"
             )
         landing = args.landing or str(pipeline.source.path)
-        if args.landing is None and (pipeline.source.kafka is not None or is_uri(landing) or "*" in landing):
+        if args.landing is None and (pipeline.source.kafka is not None or "*" in landing):
             raise ConfigError(
-                f"{where}: source {landing!r} is not a local folder: expected source.path to be the folder "
-                "capture lands files in (or --landing DIR)"
+                f"{where}: source {landing!r} is not a folder: expected source.path to be the folder "
+                "capture lands files in, local or s3:// (or --landing DIR)"
             )
         dsn = args.dsn or pipeline.capture.connection()
         slot = args.slot or pipeline.capture.slot
@@ -134,6 +136,7 @@ def _options(args: argparse.Namespace) -> tuple[CaptureOptions, float]:
         size = _bytes(args.file_mb, pipeline.capture.file_mb)
         options = CaptureOptions(dsn, landing, slot, *tables, size)
         interval = interval if interval is not None else pipeline.capture.interval_seconds
+    check_location(options.landing)
     interval = 10.0 if interval is None else interval
     if interval <= 0:
         raise ConfigError(f"--interval {interval:g}: expected a number of seconds above 0")

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import json
 import logging
-from pathlib import Path
 
 from resolver.capture_options import CaptureOptions, CaptureSummary
 from resolver.capture_source import connect
 from resolver.landing_files import LandingParts
+from resolver.landing_store import Landing, landing_at
 from resolver.lsn import parse_lsn
 
 __all__ = ["STREAM_OPTIONS", "CapturedLines", "drain", "starts_of"]
@@ -37,12 +37,12 @@ STREAM_OPTIONS = {
 }
 
 
-def starts_of(options: CaptureOptions) -> dict[str, int]:
+def starts_of(landing: Landing, slot: str) -> dict[str, int]:
     """Each copied table's snapshot point: its changes committed up to it are in its copy."""
-    state = Path(options.landing) / "_capture" / f"{options.slot}.json"
-    if not state.exists():
+    state = landing.read(f"_capture/{slot}.json")
+    if state is None:
         return {}
-    starts = json.loads(state.read_text(encoding="utf-8")).get("starts", {})
+    starts = json.loads(state).get("starts", {})
     return {name: parse_lsn(lsn) for name, lsn in starts.items()}
 
 
@@ -53,7 +53,7 @@ class CapturedLines:
 
     def __init__(self, options: CaptureOptions, parts: LandingParts) -> None:
         self.options, self.parts = options, parts
-        self.starts = starts_of(options)
+        self.starts = starts_of(parts.landing, options.slot)
         self.records = 0  # wal2json records read (B and C included)
         self.kept = 0  # changes of captured tables
         self._commit = 0  # the end LSN of the transaction being read
@@ -97,7 +97,7 @@ def drain(options: CaptureOptions, summary: CaptureSummary) -> None:
     """Everything the slot holds up to the WAL position current now into landing files (none when no
     captured table changed), then that position confirmed to the slot."""
     flat = [item for pair in STREAM_OPTIONS.items() for item in pair]
-    parts = LandingParts(Path(options.landing), options.slot, options.file_bytes)
+    parts = LandingParts(landing_at(options.landing), options.slot, options.file_bytes)
     lines = CapturedLines(options, parts)
     with connect(options.dsn) as conn:
         upto = str(conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0])  # type: ignore[index]
@@ -110,8 +110,7 @@ def drain(options: CaptureOptions, summary: CaptureSummary) -> None:
                 lines.take(str(text))
         summary.changes += lines.records
         files = parts.finish()
-        for path in files:
-            summary.files.append(str(path))
+        summary.files += files
         if files:
             log.info("landed %d file(s) (%d change(s)); confirming %s", len(files), lines.kept, upto)
         conn.execute("SELECT pg_replication_slot_advance(%s, %s::pg_lsn)", (options.slot, upto))

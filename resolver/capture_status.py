@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 
 from resolver.capture_source import check_source, connect
 from resolver.errors import ConfigError
+from resolver.landing_store import landing_at
 
 __all__ = ["CaptureStatus", "capture_status"]
 
@@ -49,7 +49,7 @@ class CaptureStatus:
 
 def capture_status(dsn: str, landing: str, slot: str) -> CaptureStatus:
     """The slot's lag and the landing folder's files; one line when the slot does not exist."""
-    folder = Path(landing)
+    place = landing_at(landing)
     with connect(dsn) as conn:
         check_source(conn)
         row = conn.execute(
@@ -66,9 +66,9 @@ def capture_status(dsn: str, landing: str, slot: str) -> CaptureStatus:
             )
         confirmed, current, lag, retained, wal_status, active = row
         seconds = None if active else _oldest_held(conn, slot)
-    state = folder / "_capture" / f"{slot}.json"
-    snapshot = json.loads(state.read_text(encoding="utf-8")).get("snapshot_lsn") if state.exists() else None
-    files = sum(1 for _ in folder.glob(f"{slot}-*.json"))
+    state = place.read(f"_capture/{slot}.json")
+    snapshot = json.loads(state).get("snapshot_lsn") if state is not None else None
+    files = len(place.names(f"{slot}-*.json"))
     return CaptureStatus(
         slot, confirmed, current, int(lag), seconds, int(retained), wal_status, bool(active), snapshot, files
     )

@@ -6,7 +6,7 @@ has no replication protocol, and ``pg_recvlogical`` would need PostgreSQL's clie
 machine and cuts its output file anywhere, not at a transaction's end. The server sends each transaction
 when it commits; a landing file is closed at the first transaction end once it holds ``file_bytes`` or has
 been open ``file_seconds`` (so a change waits at most about that long before a run can read it). Only once
-a file is durable (``resolver.landing_files``) is the end of its last transaction confirmed to the slot
+a file is durable (``resolver.landing_store``) is the end of its last transaction confirmed to the slot
 (the standby status's flush position); between files, when no captured change is waiting, the end of the
 last transaction read is confirmed, so a slot whose tables are quiet moves on with the database. A capture
 stopped (SIGINT, SIGTERM) closes its file at a transaction end, confirms it and ends; one killed loses only
@@ -19,7 +19,6 @@ import logging
 import select
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 from resolver.capture_drain import STREAM_OPTIONS, CapturedLines
@@ -27,6 +26,7 @@ from resolver.capture_options import CaptureOptions, CaptureSummary
 from resolver.capture_source import SESSION_SETTINGS
 from resolver.errors import ConfigError
 from resolver.landing_files import LandingParts
+from resolver.landing_store import landing_at
 from resolver.lsn import format_lsn
 
 __all__ = ["stream_changes"]
@@ -44,7 +44,7 @@ def stream_changes(options: CaptureOptions, file_seconds: float, stop: threading
     past ``options.file_bytes`` or ``file_seconds``, each confirmed once durable. The slot must exist and
     its snapshot be taken (``resolver.capture.capture_once`` first). Returns what was landed."""
     summary = CaptureSummary(options.slot)
-    parts = LandingParts(Path(options.landing), options.slot, options.file_bytes)
+    parts = LandingParts(landing_at(options.landing), options.slot, options.file_bytes)
     lines = CapturedLines(options, parts)
     conn = _replication_connection(options.dsn)
     try:
@@ -89,9 +89,9 @@ class _Confirmation:
         self._sent_at = 0.0
 
     def landed(self, parts: LandingParts, lines: CapturedLines, read: int, now: bool) -> None:
-        for path in parts.files[len(self.summary.files) :]:
-            self.summary.files.append(str(path))
-            log.info("landed %s (%d change(s) so far)", path.name, lines.kept)
+        for where in parts.files[len(self.summary.files) :]:
+            self.summary.files.append(where)
+            log.info("landed %s (%d change(s) so far)", where.rsplit("/", 1)[-1], lines.kept)
             now = True
         if parts.is_open or not read or (not now and time.monotonic() - self._sent_at < _TICK_SECONDS):
             return

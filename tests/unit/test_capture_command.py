@@ -61,9 +61,9 @@ def test_a_pipeline_file_gives_the_folder_the_tables_the_slot_and_the_dsn(
         (PIPELINE, ("--tables", "public.x"), "pipeline.yaml: --tables/--exclude given with a pipeline file"),
         (PIPELINE, (), "capture.dsn_env names SHOP_DSN, which is not set: expected the database's DSN in it"),
         (
-            PIPELINE.replace("{path: landing/, format: wal2json-v2}", "{path: 's3a://b/landing/'}"),
-            (),
-            "pipeline.yaml: source 's3a://b/landing/' is not a local folder: expected source.path to be",
+            PIPELINE.replace("{path: landing/, format: wal2json-v2}", "{path: 'gs://b/landing/'}"),
+            ("--dsn", "x"),
+            "landing 'gs://b/landing/': expected a local folder or an S3 URI (s3://bucket/prefix or s3a://",
         ),
         (
             PIPELINE.replace("slot: shop", "slot: Shop"),
