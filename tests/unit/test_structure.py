@@ -48,6 +48,8 @@ PURE = [
     "resolver.capture_status",
     "resolver.capture_drain",
     "resolver.landing_files",
+    "resolver.landing_store",
+    "resolver.capture_stream",
     "resolver.stitch_plan",
     "resolver.batch_options",
 ]
