@@ -2,22 +2,26 @@
 its changes, with no gap and nothing twice (docs/capture.md).
 
 The first capture of a slot creates it with wal2json **exporting a snapshot**, and in that snapshot copies
-every included table into one snapshot file: each row an insert at the slot's consistent point
-(``resolver.snapshot_records``). The slot streams every transaction that commits after that point, so the
-snapshot's rows and the slot's changes together are the database. Each capture then drains the slot up to
+every included table into snapshot files: each row an insert at the slot's consistent point
+(``resolver.snapshot_records``), a table's one transaction cut between rows into files of about
+``--file-mb`` (a reader stitches them back together, and reads each file in a task of its own). The slot
+streams every transaction that commits after that point, so the snapshot's rows and the slot's changes
+together are the database. Each capture then drains the slot up to
 the WAL position current when it started into a landing file — written whole under a hidden name, flushed to
 disk, renamed — and only then confirms that position to the slot, so PostgreSQL may recycle the WAL. A
 capture killed at any point and started again loses nothing: an unfinished snapshot is taken again from a
 new slot; changes not yet confirmed are read again, and the ledger and bronze's deduplication make a file
 read twice harmless.
 
-The landing folder's ``_capture/<slot>.json`` records the snapshot (its LSN, tables and file). This module
-needs psycopg 3 (the ``[capture]`` extra) and no Spark.
+The landing folder's ``_capture/<slot>.json`` records the snapshot (its LSN, tables and files). The landing
+folder may be local or in S3 (``resolver.landing_store``). This module needs psycopg 3 (the ``[capture]``
+extra) and no Spark.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import logging
 import time
@@ -97,6 +101,7 @@ def capture_once(options: CaptureOptions) -> CaptureSummary:
             )
         _snapshot(options, landing, command, summary)
         _publish(landing, options.slot, summary)
+    _finish_resnapshot(landing, options.slot, summary.files)  # one cut short while moving its files
     drain(options, summary)
     return summary
 
@@ -137,15 +142,16 @@ def _snapshot(options: CaptureOptions, landing: Landing, command: str, summary: 
     copied: dict[str, Any] = progress.setdefault("tables", {})
     pending = _pending(options.slot)
 
-    def done(table: SnapshotTable, point: int, rows: int, name: str) -> None:
-        copied[table.qualified] = {"lsn": format_lsn(point), "rows": rows, "file": name.rsplit("/", 1)[-1]}
+    def done(table: SnapshotTable, point: int, rows: int, names: list[str]) -> None:
+        files = [name.rsplit("/", 1)[-1] for name in names]
+        copied[table.qualified] = {"lsn": format_lsn(point), "rows": rows, "files": files}
         landing.write(started, [json.dumps(progress, ensure_ascii=False)])
         summary.snapshot_lsn = format_lsn(point)
         summary.snapshot_rows[table.qualified] = rows
 
     copying = _Copy(
         lambda table: options.included(table) and table not in copied,
-        lambda lsn, n: f"{pending}/{options.slot}-{lsn:016X}-snapshot-{n:04d}.json",
+        lambda lsn, n, k: f"{pending}/{options.slot}-{lsn:016X}-snapshot-{n:04d}-{k:05d}.json",
         lambda rows, tables, lsn, taken: snapshot_transaction(rows, lsn, taken),
         done,
     )
@@ -159,8 +165,9 @@ def _publish(landing: Landing, slot: str, summary: CaptureSummary) -> None:
     progress = json.loads(landing.read(started) or "{}")
     pending = _pending(slot)
     for entry in progress["tables"].values():
-        landing.move(f"{pending}/{entry['file']}", entry["file"])
-        summary.files.append(landing.location(entry["file"]))
+        for file in _files(entry):
+            landing.move(f"{pending}/{file}", file)
+            summary.files.append(landing.location(file))
     tables = progress["tables"]
     first = min((parse_lsn(t["lsn"]) for t in tables.values()), default=None)
     record = {
@@ -168,7 +175,7 @@ def _publish(landing: Landing, slot: str, summary: CaptureSummary) -> None:
         "snapshot_lsn": format_lsn(first) if first is not None else summary.snapshot_lsn,
         "tables": {name: t["rows"] for name, t in tables.items()},
         "starts": {name: t["lsn"] for name, t in tables.items()},
-        "files": {name: t["file"] for name, t in tables.items()},
+        "files": {name: _files(t) for name, t in tables.items()},
     }
     landing.write(f"_capture/{slot}.json", [json.dumps(record, ensure_ascii=False)])
     landing.delete(started)
@@ -182,9 +189,12 @@ def resnapshot(options: CaptureOptions, patterns: Sequence[str]) -> CaptureSumma
     (``resolver capture --resnapshot``). The capture's own slot keeps streaming every change before and
     after that point, so the lake converges to the database: rows it lost (a landing file deleted, changes
     applied wrongly by hand) are put back, rows that no longer exist are deleted. In the history, each
-    re-copied row gets a new version at that point. A re-snapshot killed half-way leaves nothing: its
-    temporary slot ends with it and its file is never renamed into place."""
+    re-copied row gets a new version at that point. A re-snapshot killed while it copies leaves nothing: its
+    temporary slot ends with it and its files wait in ``_capture/<slot>.resnapshot/``, which the next one
+    clears; once every file is there they are listed in ``_capture/<slot>.resnapshot.json`` and moved into
+    place, a move cut short is finished by the next capture of the slot."""
     landing = landing_at(options.landing)
+    _finish_resnapshot(landing, options.slot, [])
     state = f"_capture/{options.slot}.json"
     if landing.read(state) is None:
         raise ConfigError(
@@ -201,39 +211,63 @@ def resnapshot(options: CaptureOptions, patterns: Sequence[str]) -> CaptureSumma
     with connect(options.dsn) as conn:
         check_source(conn)
     summary = CaptureSummary(options.slot)
+    waiting = f"_capture/{options.slot}.resnapshot"
+    landing.delete_under(waiting)  # left by a re-snapshot killed while it copied
+    names: list[str] = []
 
-    def done(table: SnapshotTable, point: int, rows: int, name: str) -> None:
+    def done(table: SnapshotTable, point: int, rows: int, files: list[str]) -> None:
         summary.snapshot_lsn = format_lsn(point)
         summary.snapshot_rows[table.qualified] = rows
-        summary.files.append(landing.location(name))
+        names.extend(name.rsplit("/", 1)[-1] for name in files)
 
     copying = _Copy(
         chosen,
-        lambda lsn, n: f"{options.slot}-{lsn:016X}-resnapshot-{n:04d}.json",
+        lambda lsn, n, k: f"{waiting}/{options.slot}-{lsn:016X}-resnapshot-{n:04d}-{k:05d}.json",
         lambda rows, tables, lsn, taken: snapshot_transaction(rows, lsn, taken, truncated=tables),
         done,
     )
     _copy_exported(options, landing, command, copying)
-    if not summary.files:
+    if not names:
         raise ConfigError(
             f"--resnapshot {' '.join(patterns)}: no captured table matches: expected a pattern on "
             "schema.table naming tables the capture includes"
         )
+    landing.write(f"{waiting}.json", [json.dumps({"files": names})])
+    _finish_resnapshot(landing, options.slot, summary.files)
     return summary
+
+
+def _finish_resnapshot(landing: Landing, slot: str, moved: list[str]) -> None:
+    """Move a re-snapshot's files into place, if one is listed as complete (``moved`` gets where each is
+    now); a file moved before is skipped."""
+    waiting = f"_capture/{slot}.resnapshot"
+    listed = landing.read(f"{waiting}.json")
+    if listed is None:
+        return
+    for file in json.loads(listed)["files"]:
+        landing.move(f"{waiting}/{file}", file)
+        moved.append(landing.location(file))
+    landing.delete(f"{waiting}.json")
+    landing.delete_under(waiting)
+
+
+def _files(entry: dict[str, Any]) -> list[str]:
+    """A copied table's files (``file``: one, as captures before files were cut by size recorded it)."""
+    return list(entry["files"]) if "files" in entry else [entry["file"]]
 
 
 @dataclass(frozen=True)
 class _Copy:
-    """What a copy in an exported snapshot makes: the tables it takes (``include``), each one's file
-    (``name(consistent point, n)``, its lines made by ``render``), and what it records once a file is
-    durable (``done(table, point, rows, file)``)."""
+    """What a copy in an exported snapshot makes: the tables it takes (``include``), each one's files
+    (``name(consistent point, n, k)`` for the k-th file of the n-th table; its lines made by ``render``),
+    and what it records once a table's files are durable (``done(table, point, rows, files)``)."""
 
     include: Callable[[str], bool]
-    name: Callable[[int, int], str]
+    name: Callable[[int, int, int], str]
     render: Callable[
         [Iterator[tuple[SnapshotTable, tuple[str | None, ...]]], list[SnapshotTable], int, str], Iterator[str]
     ]
-    done: Callable[[SnapshotTable, int, int, str], None]
+    done: Callable[[SnapshotTable, int, int, list[str]], None]
 
 
 def _copy_exported(options: CaptureOptions, landing: Landing, command: str, copying: _Copy) -> None:
@@ -261,13 +295,33 @@ def _copy_exported(options: CaptureOptions, landing: Landing, command: str, copy
             lock_tables(copy, tables)
             for n, table in enumerate(tables):
                 counts: dict[str, int] = {}
-                file = copying.name(point, n)
-                landing.write(file, copying.render(_rows(copy, [table], counts), [table], point, taken))
-                copying.done(table, point, counts[table.qualified], file)
-                shown = file.rsplit("/", 1)[-1]
+                lines = copying.render(_rows(copy, [table], counts), [table], point, taken)
+                named = functools.partial(copying.name, point, n)
+                files = _write_parts(landing, named, lines, options.file_bytes)
+                copying.done(table, point, counts[table.qualified], files)
+                shown = files[0].rsplit("/", 1)[-1] + (f" and {len(files) - 1} more" * (len(files) > 1))
                 log.info("copied %s: %d row(s) into %s", table.qualified, counts[table.qualified], shown)
     finally:
         replication.close()  # the exported snapshot (and a temporary slot) end with this connection
+
+
+def _write_parts(landing: Landing, name: Callable[[int], str], lines: Iterator[str], limit: int) -> list[str]:
+    """One transaction's lines into files of about ``limit`` bytes each (``name(k)`` for the k-th), cut
+    between rows: its B in the first file, its C in the last, the files between wholly inside it, as a
+    reader stitches them back together (``resolver.stitch``). Each file is durable once this returns; a
+    large table's copy is read by as many tasks as it has files."""
+    names: list[str] = []
+    part, size = landing.open_part(name(0).rsplit("/", 1)[-1]), 0
+    for line in lines:
+        if size >= limit:
+            names.append(name(len(names)))
+            part.publish(names[-1])
+            part, size = landing.open_part(name(len(names)).rsplit("/", 1)[-1]), 0
+        part.out.write(line + "\n")
+        size += len(line) + 1
+    names.append(name(len(names)))
+    part.publish(names[-1])
+    return names
 
 
 def _rows(

@@ -21,8 +21,9 @@ def add_capture(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="land a PostgreSQL database's rows and then its changes (wal2json), exactly once",
         description="Capture a PostgreSQL database into a landing folder for resolver run / ingest "
         "(docs/capture.md). The first capture of a slot creates it with wal2json, exporting a snapshot, and "
-        "copies every included table in that snapshot into a snapshot file of its own: each row an insert at "
-        "the slot's consistent point (a capture killed during its snapshot keeps the tables it finished). "
+        "copies every included table in that snapshot into snapshot files of its own (cut by --file-mb): "
+        "each row an insert at the slot's consistent point (a capture killed during its snapshot keeps the "
+        "tables it finished). "
         "Each capture then drains the slot up to the WAL position current when it began into landing files "
         "cut at transaction ends (--file-mb), written whole and flushed to disk before that position is "
         "confirmed to the slot. With --once it does that once and exits (for schedulers); without, it "

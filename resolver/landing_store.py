@@ -120,6 +120,7 @@ class _FolderPart:
             out.flush()
             os.fsync(out.fileno())
         path = self.root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
         os.replace(self.tmp, path)
         sync_folder(path.parent)
         return str(path)

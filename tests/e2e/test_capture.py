@@ -102,10 +102,12 @@ def _big_state(pg_db: PgDatabase) -> d.State:
 
 
 def _capture(pg_db: PgDatabase, landing: Path) -> Resolver:
-    """``resolver capture --once`` of the lake test's tables, in a child process."""
+    """``resolver capture --once`` of the lake test's tables, in a child process; the big tables' copies are
+    cut into files of 1 MB (3 and 2 of them), which ``resolver run`` stitches back together."""
     tables = [a for t in (*LAKE_TABLES, *BIG) for a in ("--tables", t.qualified)]
     return Resolver(
-        "capture", "--dsn", pg_db.dsn, "--landing", str(landing), "--slot", "shop", *tables, "--once"
+        *("capture", "--dsn", pg_db.dsn, "--landing", str(landing), "--slot", "shop", *tables),
+        *("--file-mb", "1", "--once"),
     )
 
 
@@ -164,13 +166,15 @@ def test_a_database_with_rows_before_its_slot_becomes_an_equal_lake(
     big_after = _big_state(pg_db)
 
     files = sorted(landing.glob("*.json"))
-    copies = {name: landing / file for name, file in state["files"].items()}
+    copies = {name: [landing / f for f in parts] for name, parts in state["files"].items()}
+    assert len(copies["public.big"]) > 1 and len(copies["public.big_log"]) > 1, copies
     starts = {name: parse_lsn(lsn) for name, lsn in state["starts"].items()}
     # the first capture finished public.accounts and public.big: they start where the slot was made; the
     # second one copied the others, later
     first = min(starts.values())
     assert starts["public.accounts"] == starts["public.big"] == first < starts["public.logs"], starts
-    assert sorted(copies.values()) == [f for f in files if "-snapshot-" in f.name], files
+    copied = sorted(f for parts in copies.values() for f in parts)
+    assert copied == [f for f in files if "-snapshot-" in f.name], files
     pipeline = pipeline_file(tmp_path, max_files_per_batch=100)
     summary = run_pipeline(spark, str(pipeline))
     assert not summary.failed_tables and sum(b.quarantined for b in summary.batches) == 0, summary.lines()
@@ -185,7 +189,7 @@ def test_a_database_with_rows_before_its_slot_becomes_an_equal_lake(
     silver = d.collect_silver(spark, lake, LAKE_TABLES)
     problems = []
     for t in LAKE_TABLES:  # from each table's own copy: the rows as it saw them, at its point
-        taken = json.loads(copies[t.qualified].read_text(encoding="utf-8").splitlines()[0])
+        taken = json.loads(copies[t.qualified][0].read_text(encoding="utf-8").splitlines()[0])
         start = d.Frame(0, parse_lsn(taken["nextlsn"]), d.commit_time(taken["timestamp"]), [])
         snapshot = d.Commit(-1, 0, before[-1].state)  # nothing committed between the two captures' copies
         timeline = d.map_commits([snapshot, *commits], [start, *workload], [t])
