@@ -38,6 +38,7 @@ from resolver.capture_source import (
     check_source,
     connect,
     lock_tables,
+    replication_refused,
     slot_error,
     source_tables,
 )
@@ -275,7 +276,10 @@ def _copy_exported(options: CaptureOptions, landing: Landing, command: str, copy
     snapshot, each into a file of ``landing``."""
     import psycopg
 
-    replication = psycopg.connect(options.dsn, autocommit=True, replication="database")
+    try:
+        replication = psycopg.connect(options.dsn, autocommit=True, replication="database")
+    except psycopg.OperationalError as exc:
+        raise replication_refused(exc) from None
     try:
         result = replication.pgconn.exec_(command.encode())
         slot = command.split()[1]

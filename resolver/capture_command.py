@@ -30,8 +30,7 @@ def add_capture(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "then stays connected and lands each transaction as it commits (PostgreSQL's replication protocol), "
         "a file at the first transaction end once it is --file-mb large or --interval seconds old, until "
         "SIGINT/SIGTERM, which close the file at a transaction end and confirm it. The database needs "
-        "wal_level=logical, the wal2json plugin, and a role with REPLICATION that pg_hba.conf lets open "
-        "replication connections.",
+        "wal_level=logical, the wal2json plugin, a free WAL sender, and a role with REPLICATION.",
         epilog="examples:\n"
         "  resolver capture --dsn 'host=db dbname=shop user=cdc' --landing landing/ --slot shop --once\n"
         "  resolver capture --dsn postgresql://cdc@db/shop --landing landing/ --slot shop --interval 30\n"

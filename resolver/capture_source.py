@@ -22,6 +22,7 @@ __all__ = [
     "check_source",
     "connect",
     "lock_tables",
+    "replication_refused",
     "slot_error",
     "source_tables",
 ]
@@ -80,6 +81,16 @@ def check_source(conn: psycopg.Connection[Any]) -> None:
             f"role {role} has no REPLICATION privilege: expected it to create and read a replication slot "
             f"(ALTER ROLE {role} REPLICATION)"
         )
+
+
+def replication_refused(error: Exception) -> ConfigError:
+    """A replication connection (the snapshot's slot is created over one, a running capture streams over
+    one) the server refused: the one line that says why."""
+    found = " ".join(str(error).split())
+    return ConfigError(
+        f"could not open a replication connection ({found}): expected a free WAL sender on the server "
+        "(max_wal_senders) for a role with REPLICATION"
+    )
 
 
 def slot_error(slot: str, message: str) -> ConfigError:

@@ -23,7 +23,7 @@ from typing import Any
 
 from resolver.capture_drain import STREAM_OPTIONS, CapturedLines
 from resolver.capture_options import CaptureOptions, CaptureSummary
-from resolver.capture_source import SESSION_SETTINGS
+from resolver.capture_source import SESSION_SETTINGS, replication_refused
 from resolver.errors import ConfigError
 from resolver.landing_files import LandingParts
 from resolver.landing_store import landing_at
@@ -119,11 +119,7 @@ def _replication_connection(dsn: str) -> Any:
             dsn, connection_factory=psycopg2.extras.LogicalReplicationConnection, options=settings
         )
     except psycopg2.OperationalError as exc:
-        found = " ".join(str(exc).split())
-        raise ConfigError(
-            f"could not open a replication connection ({found}): expected pg_hba.conf to allow this role "
-            "replication connections to the database (a 'host replication' line; docs/capture.md)"
-        ) from None
+        raise replication_refused(exc) from None
 
 
 def _start(cursor: Any, slot: str) -> None:

@@ -130,6 +130,14 @@ def test_a_server_without_logical_decoding_is_refused_in_one_line(tmp_path: Path
     ]
 
 
+def test_a_server_without_a_free_wal_sender_is_refused_in_one_line(tmp_path: Path) -> None:
+    """The slot is created over a replication connection: with no WAL sender to serve it, one line."""
+    with PgServer(settings={"max_wal_senders": "0"}) as server:
+        refused = r"^could not open a replication connection \(.*max_wal_senders.*\): expected a free WAL"
+        with pytest.raises(ConfigError, match=refused):
+            capture_once(CaptureOptions(server.dsn, str(tmp_path / "landing"), "s"))
+
+
 def test_a_role_without_replication_no_plugin_and_no_server_are_refused_in_one_line(
     pg_db: PgDatabase, tmp_path: Path
 ) -> None:
