@@ -21,18 +21,17 @@ extra) and no Spark.
 from __future__ import annotations
 
 import fnmatch
-import functools
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from resolver.capture_copy import TableCopy, copy_table, in_snapshot
 from resolver.capture_drain import STREAM_OPTIONS, drain
 from resolver.capture_options import CaptureOptions, CaptureSummary
 from resolver.capture_source import (
-    SESSION_SETTINGS,
     SLOT_NAME,
     SLOT_NAME_EXPECTED,
     check_source,
@@ -45,7 +44,7 @@ from resolver.capture_source import (
 from resolver.errors import ConfigError
 from resolver.landing_store import Landing, landing_at
 from resolver.lsn import format_lsn, parse_lsn
-from resolver.snapshot_records import SnapshotTable, snapshot_transaction
+from resolver.snapshot_records import SnapshotTable
 
 if TYPE_CHECKING:
     import psycopg
@@ -152,8 +151,8 @@ def _snapshot(options: CaptureOptions, landing: Landing, command: str, summary: 
 
     copying = _Copy(
         lambda table: options.included(table) and table not in copied,
-        lambda lsn, n, k: f"{pending}/{options.slot}-{lsn:016X}-snapshot-{n:04d}-{k:05d}.json",
-        lambda rows, tables, lsn, taken: snapshot_transaction(rows, lsn, taken),
+        lambda lsn, n: f"{pending}/{options.slot}-{lsn:016X}-snapshot-{n:04d}",
+        False,
         done,
     )
     _copy_exported(options, landing, command, copying)
@@ -222,10 +221,7 @@ def resnapshot(options: CaptureOptions, patterns: Sequence[str]) -> CaptureSumma
         names.extend(name.rsplit("/", 1)[-1] for name in files)
 
     copying = _Copy(
-        chosen,
-        lambda lsn, n, k: f"{waiting}/{options.slot}-{lsn:016X}-resnapshot-{n:04d}-{k:05d}.json",
-        lambda rows, tables, lsn, taken: snapshot_transaction(rows, lsn, taken, truncated=tables),
-        done,
+        chosen, lambda lsn, n: f"{waiting}/{options.slot}-{lsn:016X}-resnapshot-{n:04d}", True, done
     )
     _copy_exported(options, landing, command, copying)
     if not names:
@@ -259,21 +255,20 @@ def _files(entry: dict[str, Any]) -> list[str]:
 
 @dataclass(frozen=True)
 class _Copy:
-    """What a copy in an exported snapshot makes: the tables it takes (``include``), each one's files
-    (``name(consistent point, n, k)`` for the k-th file of the n-th table; its lines made by ``render``),
-    and what it records once a table's files are durable (``done(table, point, rows, files)``)."""
+    """What a copy in an exported snapshot makes: the tables it takes (``include``), where each one's files
+    go (``prefix(consistent point, n)`` for the n-th table: ``resolver.capture_copy``), whether each begins
+    with its table's truncate (a re-snapshot), and what it records once a table's files are durable
+    (``done(table, point, rows, files)``)."""
 
     include: Callable[[str], bool]
-    name: Callable[[int, int, int], str]
-    render: Callable[
-        [Iterator[tuple[SnapshotTable, tuple[str | None, ...]]], list[SnapshotTable], int, str], Iterator[str]
-    ]
+    prefix: Callable[[int, int], str]
+    truncate: bool
     done: Callable[[SnapshotTable, int, int, list[str]], None]
 
 
 def _copy_exported(options: CaptureOptions, landing: Landing, command: str, copying: _Copy) -> None:
     """Create a slot with ``command`` (exporting a snapshot) and copy the tables ``copying`` takes, in that
-    snapshot, each into a file of ``landing``."""
+    snapshot, each into files of ``landing`` (``resolver.capture_copy``)."""
     import psycopg
 
     try:
@@ -288,67 +283,23 @@ def _copy_exported(options: CaptureOptions, landing: Landing, command: str, copy
         point = parse_lsn(_text(result.get_value(0, 1)))
         exported = _text(result.get_value(0, 2))
         log.info("slot %s created at %s; copying the tables in its snapshot", slot, format_lsn(point))
-        with psycopg.connect(options.dsn) as copy:
-            copy.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-            copy.read_only = True
-            copy.execute(f"SET TRANSACTION SNAPSHOT '{exported}'".encode())
-            for setting, value in SESSION_SETTINGS.items():
-                copy.execute(f"SET {setting} = '{value}'".encode())
-            taken = str(copy.execute("SELECT now()::text").fetchone()[0])  # type: ignore[index]
-            tables = [t for t in source_tables(copy) if copying.include(t.qualified)]
-            lock_tables(copy, tables)
+        with psycopg.connect(options.dsn) as conn:
+            in_snapshot(conn, exported)  # its time is printed as the rows are
+            taken = str(conn.execute("SELECT now()::text").fetchone()[0])  # type: ignore[index]
+            tables = [t for t in source_tables(conn) if copying.include(t.qualified)]
+            lock_tables(conn, tables)  # held until this transaction ends: after every chunk is copied
             for n, table in enumerate(tables):
-                counts: dict[str, int] = {}
-                lines = copying.render(_rows(copy, [table], counts), [table], point, taken)
-                named = functools.partial(copying.name, point, n)
-                files = _write_parts(landing, named, lines, options.file_bytes)
-                copying.done(table, point, counts[table.qualified], files)
+                where = copying.prefix(point, n)
+                copy = TableCopy(
+                    options.dsn, exported, table, options.landing, where, options.file_bytes, point, taken,
+                    copying.truncate,
+                )  # fmt: skip
+                rows, files = copy_table(copy, conn, options.copy_processes)
+                copying.done(table, point, rows, files)
                 shown = files[0].rsplit("/", 1)[-1] + (f" and {len(files) - 1} more" * (len(files) > 1))
-                log.info("copied %s: %d row(s) into %s", table.qualified, counts[table.qualified], shown)
+                log.info("copied %s: %d row(s) into %s", table.qualified, rows, shown)
     finally:
         replication.close()  # the exported snapshot (and a temporary slot) end with this connection
-
-
-def _write_parts(landing: Landing, name: Callable[[int], str], lines: Iterator[str], limit: int) -> list[str]:
-    """One transaction's lines into files of about ``limit`` bytes each (``name(k)`` for the k-th), cut
-    between rows: its B in the first file, its C in the last, the files between wholly inside it, as a
-    reader stitches them back together (``resolver.stitch``). Each file is durable once this returns; a
-    large table's copy is read by as many tasks as it has files."""
-    names: list[str] = []
-    part, size = landing.open_part(name(0).rsplit("/", 1)[-1]), 0
-    for line in lines:
-        if size >= limit:
-            names.append(name(len(names)))
-            part.publish(names[-1])
-            part, size = landing.open_part(name(len(names)).rsplit("/", 1)[-1]), 0
-        part.out.write(line + "\n")
-        size += len(line) + 1
-    names.append(name(len(names)))
-    part.publish(names[-1])
-    return names
-
-
-def _rows(
-    conn: psycopg.Connection[Any], tables: Sequence[SnapshotTable], counts: dict[str, int]
-) -> Iterator[tuple[SnapshotTable, tuple[str | None, ...]]]:
-    """Each table's rows as output texts, in key order (``ctid`` order for a table without a key), read
-    through a server-side cursor; ``counts`` gets each table's row count."""
-    from psycopg import sql
-
-    for table in tables:
-        values = sql.SQL(", ").join(sql.SQL("{}::text").format(sql.Identifier(c.name)) for c in table.columns)
-        keys = [sql.Identifier(c.name) for c in table.primary_key]
-        order = sql.SQL(", ").join(keys) if keys else sql.SQL("ctid")
-        query = sql.SQL("SELECT {} FROM ONLY {}.{} ORDER BY {}").format(
-            values, sql.Identifier(table.schema), sql.Identifier(table.name), order
-        )
-        counts[table.qualified] = 0
-        with conn.cursor(name=f"snapshot_{len(counts)}") as cursor:
-            cursor.itersize = 5000
-            cursor.execute(query)
-            for row in cursor:
-                counts[table.qualified] += 1
-                yield table, tuple(row)
 
 
 def _text(value: bytes | None) -> str:

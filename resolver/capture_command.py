@@ -83,6 +83,13 @@ def add_capture(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="cut landing files at the first transaction end past this size (default 64, or the file's)",
     )
     parser.add_argument(
+        "--copy-processes",
+        type=int,
+        metavar="N",
+        help="worker processes copying a large table's chunks at once during a snapshot, each on a "
+        "connection of its own (default 2, or the file's)",
+    )
+    parser.add_argument(
         "--resnapshot",
         action="append",
         metavar="PATTERN",
@@ -95,6 +102,8 @@ def add_capture(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 def _options(args: argparse.Namespace) -> tuple[CaptureOptions, float]:
     """The capture's options and interval: from the flags, or a pipeline file's ``capture:`` section, its
     source folder and its include/exclude (the flags override its dsn, slot, folder and interval)."""
+    from dataclasses import replace
+
     from resolver.capture_options import CaptureOptions
     from resolver.errors import ConfigError
     from resolver.landing_store import check_location
@@ -109,6 +118,7 @@ def _options(args: argparse.Namespace) -> tuple[CaptureOptions, float]:
             )
         tables = (tuple(args.tables or ("*",)), tuple(args.exclude or ()))
         options = CaptureOptions(args.dsn, args.landing, args.slot, *tables, _bytes(args.file_mb, 64.0))
+        processes = args.copy_processes
     else:
         from resolver.pipeline import load_pipeline
 
@@ -135,8 +145,13 @@ def _options(args: argparse.Namespace) -> tuple[CaptureOptions, float]:
         tables = (tuple(pipeline.include), tuple(pipeline.exclude))
         size = _bytes(args.file_mb, pipeline.capture.file_mb)
         options = CaptureOptions(dsn, landing, slot, *tables, size)
+        processes = args.copy_processes or pipeline.capture.copy_processes
         interval = interval if interval is not None else pipeline.capture.interval_seconds
     check_location(options.landing)
+    if processes is not None:
+        if processes < 1:
+            raise ConfigError(f"--copy-processes {processes}: expected 1 or more")
+        options = replace(options, copy_processes=processes)
     interval = 10.0 if interval is None else interval
     if interval <= 0:
         raise ConfigError(f"--interval {interval:g}: expected a number of seconds above 0")

@@ -21,6 +21,7 @@ class CaptureOptions:
     include: tuple[str, ...] = ("*",)
     exclude: tuple[str, ...] = ()
     file_bytes: int = 64 * 1024 * 1024  # a landing file is cut at the first transaction end past this size
+    copy_processes: int = 2  # worker processes copying a table of several chunks (resolver.capture_copy)
 
     def included(self, table: str) -> bool:
         return any(fnmatch.fnmatchcase(table, p) for p in self.include) and not any(

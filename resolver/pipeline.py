@@ -167,6 +167,9 @@ class CaptureSettings(ResolverModel):
     file_mb: float = Field(
         64.0, gt=0, description="Landing files are cut at a transaction end past this size"
     )
+    copy_processes: int | None = Field(
+        None, ge=1, description="Worker processes copying a large table's chunks at once (default 2)"
+    )
 
     @field_validator("slot")
     @classmethod

@@ -20,7 +20,16 @@ from dataclasses import dataclass
 
 from resolver.lsn import format_lsn
 
-__all__ = ["NUMBER_TYPES", "SnapshotColumn", "SnapshotTable", "snapshot_transaction", "value_json"]
+__all__ = [
+    "NUMBER_TYPES",
+    "SnapshotColumn",
+    "SnapshotTable",
+    "insert_lines",
+    "snapshot_transaction",
+    "transaction_end",
+    "transaction_head",
+    "value_json",
+]
 
 #: base types wal2json prints as JSON numbers (by type OID: a domain over them is printed as a string)
 NUMBER_TYPES = frozenset({"int2", "int4", "int8", "oid", "float4", "float8", "numeric"})
@@ -85,23 +94,44 @@ def snapshot_transaction(
     ``truncated``, one ``I`` per row, ``C``) for ``rows`` of (table, output texts in column order);
     ``taken`` is its timestamp as PostgreSQL prints a ``timestamptz`` in UTC (the snapshot transaction's
     ``now()``), as wal2json prints commit times. A table truncated first and then given its rows is a
-    re-snapshot: whatever the lake held for it before ``lsn`` is replaced by exactly these rows."""
+    re-snapshot: whatever the lake held for it before ``lsn`` is replaced by exactly these rows. A copy in
+    chunks writes the same lines in pieces: ``transaction_head``, ``insert_lines`` per chunk,
+    ``transaction_end``."""
+    yield from transaction_head(lsn, taken, xid, truncated)
+    yield from insert_lines(rows, lsn, taken, xid)
+    yield transaction_end(lsn, taken, xid)
+
+
+def transaction_head(
+    lsn: int, taken: str, xid: int = 0, truncated: Sequence[SnapshotTable] = ()
+) -> Iterator[str]:
+    """A snapshot transaction's ``B`` and the ``T`` of each table of ``truncated``."""
     point = format_lsn(lsn)
-    stamp = taken
-    frame = {"xid": xid, "timestamp": stamp, "lsn": point, "nextlsn": point}
-    yield _dumps({"action": "B", **frame})
+    yield _dumps({"action": "B", "xid": xid, "timestamp": taken, "lsn": point, "nextlsn": point})
     for table in truncated:
-        truncate = {"action": "T", "xid": xid, "timestamp": stamp, "lsn": point, "schema": table.schema}
+        truncate = {"action": "T", "xid": xid, "timestamp": taken, "lsn": point, "schema": table.schema}
         yield _dumps({**truncate, "table": table.name})
+
+
+def insert_lines(
+    rows: Iterable[tuple[SnapshotTable, Sequence[str | None]]], lsn: int, taken: str, xid: int = 0
+) -> Iterator[str]:
+    """An ``I`` line per row of (table, output texts in column order)."""
+    point = format_lsn(lsn)
     for table, values in rows:
-        head = _dumps({"action": "I", "xid": xid, "timestamp": stamp, "lsn": point, "schema": table.schema})
+        head = _dumps({"action": "I", "xid": xid, "timestamp": taken, "lsn": point, "schema": table.schema})
         columns = ",".join(
             f'{{"name":{_dumps(c.name)},"type":{_dumps(c.type)},"value":{c.value(v)}}}'
             for c, v in zip(table.columns, values, strict=True)
         )
         pk = _dumps([{"name": c.name, "type": c.type} for c in table.primary_key])
         yield f'{head[:-1]},"table":{_dumps(table.name)},"columns":[{columns}],"pk":{pk}}}'
-    yield _dumps({"action": "C", **frame})
+
+
+def transaction_end(lsn: int, taken: str, xid: int = 0) -> str:
+    """A snapshot transaction's ``C``."""
+    point = format_lsn(lsn)
+    return _dumps({"action": "C", "xid": xid, "timestamp": taken, "lsn": point, "nextlsn": point})
 
 
 def _dumps(value: object) -> str:

@@ -102,12 +102,13 @@ def _big_state(pg_db: PgDatabase) -> d.State:
 
 
 def _capture(pg_db: PgDatabase, landing: Path) -> Resolver:
-    """``resolver capture --once`` of the lake test's tables, in a child process; the big tables' copies are
-    cut into files of 1 MB (3 and 2 of them), which ``resolver run`` stitches back together."""
+    """``resolver capture --once`` of the lake test's tables, in a child process; the big tables are copied in
+    chunks of 256 KiB of heap by two worker processes, into files of about 256 KiB, which ``resolver run``
+    stitches back together."""
     tables = [a for t in (*LAKE_TABLES, *BIG) for a in ("--tables", t.qualified)]
     return Resolver(
         *("capture", "--dsn", pg_db.dsn, "--landing", str(landing), "--slot", "shop", *tables),
-        *("--file-mb", "1", "--once"),
+        *("--file-mb", "0.25", "--copy-processes", "2", "--once"),
     )
 
 
@@ -167,7 +168,9 @@ def test_a_database_with_rows_before_its_slot_becomes_an_equal_lake(
 
     files = sorted(landing.glob("*.json"))
     copies = {name: [landing / f for f in parts] for name, parts in state["files"].items()}
-    assert len(copies["public.big"]) > 1 and len(copies["public.big_log"]) > 1, copies
+    for name in ("public.big", "public.big_log"):  # several chunks, several files each
+        chunks = {f.name.rsplit("-", 2)[1] for f in copies[name]}
+        assert len(chunks) > 1 and len(copies[name]) > len(chunks), copies[name]
     starts = {name: parse_lsn(lsn) for name, lsn in state["starts"].items()}
     # the first capture finished public.accounts and public.big: they start where the slot was made; the
     # second one copied the others, later

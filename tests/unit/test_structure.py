@@ -50,6 +50,7 @@ PURE = [
     "resolver.landing_files",
     "resolver.landing_store",
     "resolver.capture_stream",
+    "resolver.capture_copy",
     "resolver.stitch_plan",
     "resolver.batch_options",
 ]

@@ -1,0 +1,184 @@
+"""The tables' copy in a snapshot a new slot exports (``resolver capture``'s first half, docs/capture.md):
+each table one transaction of inserts at the slot's consistent point (``resolver.snapshot_records``), read
+in chunks of its heap by ``ctid`` ranges and written into files of about ``file_bytes``.
+
+- **Chunks**: a table is cut into ranges of heap blocks (``ctid >= '(b,0)' AND ctid < '(e,0)'``, a TID
+  range scan), each about ``file_bytes`` of heap, the last one open-ended. Every row the snapshot sees is in
+  exactly one range (a row's ``ctid`` does not change while a snapshot can see it), with or without a key,
+  and each range is one sequential read.
+- **Processes**: a table of more than one chunk is copied by ``processes`` worker processes at once, each
+  on a connection of its own that imports the exported snapshot (``SET TRANSACTION SNAPSHOT``), so they all
+  read the database as of the same point. The copy is bound by rendering each row as wal2json prints it
+  (Python), which is why the workers are processes, not threads. A table of one chunk is copied here.
+- **Files**: ``<prefix>-<chunk>-<part>.json``; the transaction's ``B`` opens the first chunk's first file,
+  its ``C`` closes the last chunk's last file; the files between lie wholly inside it, as a reader stitches
+  them back together (``resolver.stitch``), and each is read by a task of its own.
+
+The exporting connection must stay open until every chunk is copied (the snapshot ends with it). Needs
+psycopg 3, no Spark.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from resolver.capture_source import SESSION_SETTINGS
+from resolver.landing_store import Landing, landing_at
+from resolver.snapshot_records import SnapshotTable, insert_lines, transaction_end, transaction_head
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["Chunk", "TableCopy", "copy_chunk", "copy_table", "in_snapshot", "write_parts"]
+
+_BLOCK_BYTES = 8192  # PostgreSQL's default block size; only used to size chunks
+_FETCH_ROWS = 5000  # rows per round trip of a chunk's cursor
+
+
+@dataclass(frozen=True)
+class TableCopy:
+    """One table's copy: the database and the exported snapshot to read it in, where its files go
+    (``landing``, names ``<prefix>-<chunk>-<part>.json``, each file about ``file_bytes``), the transaction's
+    consistent point and time, and whether it begins with the table's truncate (a re-snapshot)."""
+
+    dsn: str
+    snapshot: str
+    table: SnapshotTable
+    landing: str
+    prefix: str
+    file_bytes: int
+    lsn: int
+    taken: str
+    truncate: bool = False
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A range of a table's heap blocks (``end`` None: to the end) and where it falls in the transaction."""
+
+    index: int
+    start: int
+    end: int | None
+    first: bool
+    last: bool
+
+
+def copy_table(copy: TableCopy, conn: psycopg.Connection[Any], processes: int) -> tuple[int, list[str]]:
+    """Copy the table (``conn``: a connection in the snapshot, to size the chunks); returns its rows and
+    its files in order, every file durable."""
+    chunks = _chunks(_blocks(conn, copy.table), copy.file_bytes)
+    if len(chunks) == 1 or processes <= 1:
+        done = [copy_chunk(copy, chunk) for chunk in chunks]
+    else:
+        context = multiprocessing.get_context("spawn")  # nothing of this process's connections in a worker
+        workers = min(processes, len(chunks))
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+            done = list(pool.map(copy_chunk, [copy] * len(chunks), chunks))
+    return sum(rows for rows, _ in done), [f for _, files in done for f in files]
+
+
+def copy_chunk(copy: TableCopy, chunk: Chunk) -> tuple[int, list[str]]:
+    """One chunk of the table into its files, on a connection of its own in the exported snapshot; its rows
+    and files (in a worker process, or here)."""
+    import psycopg
+
+    table = copy.table
+    with psycopg.connect(copy.dsn) as conn:
+        in_snapshot(conn, copy.snapshot)
+        counted = [0]
+        rows = _rows(conn, table, chunk, counted)
+        lines = _lines(copy, chunk, insert_lines(((table, r) for r in rows), copy.lsn, copy.taken))
+        files = write_parts(
+            landing_at(copy.landing),
+            lambda k: f"{copy.prefix}-{chunk.index:05d}-{k:04d}.json",
+            lines,
+            copy.file_bytes,
+        )
+    return counted[0], files
+
+
+def in_snapshot(conn: psycopg.Connection[Any], snapshot: str) -> None:
+    """Make ``conn``'s transaction a read-only one in the exported ``snapshot``, printing values as the
+    stream does (``SESSION_SETTINGS``)."""
+    import psycopg
+
+    conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+    conn.read_only = True
+    conn.execute(f"SET TRANSACTION SNAPSHOT '{snapshot}'".encode())
+    for setting, value in SESSION_SETTINGS.items():
+        conn.execute(f"SET {setting} = '{value}'".encode())
+
+
+def write_parts(landing: Landing, name: Callable[[int], str], lines: Iterator[str], limit: int) -> list[str]:
+    """Lines into files of about ``limit`` bytes each (``name(k)`` for the k-th), cut between lines, each
+    durable once this returns; the names in order."""
+    names: list[str] = []
+    part, size = landing.open_part(name(0).rsplit("/", 1)[-1]), 0
+    for line in lines:
+        if size >= limit:
+            names.append(name(len(names)))
+            part.publish(names[-1])
+            part, size = landing.open_part(name(len(names)).rsplit("/", 1)[-1]), 0
+        part.out.write(line + "\n")
+        size += len(line) + 1
+    names.append(name(len(names)))
+    part.publish(names[-1])
+    return names
+
+
+def _lines(copy: TableCopy, chunk: Chunk, inserts: Iterator[str]) -> Iterator[str]:
+    if chunk.first:
+        yield from transaction_head(copy.lsn, copy.taken, truncated=[copy.table] if copy.truncate else [])
+    yield from inserts
+    if chunk.last:
+        yield transaction_end(copy.lsn, copy.taken)
+
+
+def _blocks(conn: psycopg.Connection[Any], table: SnapshotTable) -> int:
+    """The table's heap blocks now (at least as many as its snapshot's rows lie in)."""
+    from psycopg import sql
+
+    name = sql.SQL("{}.{}").format(sql.Identifier(table.schema), sql.Identifier(table.name)).as_string(conn)
+    query = "SELECT pg_relation_size(%s::regclass) / current_setting('block_size')::int"
+    return int(conn.execute(query, (name,)).fetchone()[0])  # type: ignore[index]
+
+
+def _chunks(blocks: int, file_bytes: int) -> list[Chunk]:
+    """Ranges of about ``file_bytes`` of heap each; the last open-ended (rows added after the sizing are
+    not in the snapshot, but a table may have grown)."""
+    step = max(1, file_bytes // _BLOCK_BYTES)
+    starts = list(range(0, max(blocks, 1), step))
+    return [
+        Chunk(i, start, starts[i + 1] if i + 1 < len(starts) else None, i == 0, i + 1 == len(starts))
+        for i, start in enumerate(starts)
+    ]
+
+
+def _rows(
+    conn: psycopg.Connection[Any], table: SnapshotTable, chunk: Chunk, counted: list[int]
+) -> Iterator[Sequence[str | None]]:
+    """The chunk's rows as output texts, in ``ctid`` order, through a server-side cursor; ``counted``
+    holds how many so far."""
+    from psycopg import sql
+
+    values = sql.SQL(", ").join(sql.SQL("{}::text").format(sql.Identifier(c.name)) for c in table.columns)
+    where = sql.SQL("ctid >= {}::tid").format(sql.Literal(f"({chunk.start},0)"))
+    if chunk.end is not None:
+        where = sql.SQL("{} AND ctid < {}::tid").format(where, sql.Literal(f"({chunk.end},0)"))
+    query = sql.SQL("SELECT {} FROM ONLY {}.{} WHERE {} ORDER BY ctid").format(
+        values, sql.Identifier(table.schema), sql.Identifier(table.name), where
+    )
+    parent = os.getppid()
+    with conn.cursor(name=f"chunk_{chunk.index}") as cursor:
+        cursor.itersize = _FETCH_ROWS
+        cursor.execute(query)
+        for row in cursor:
+            counted[0] += 1
+            if counted[0] % _FETCH_ROWS == 0 and os.getppid() != parent:
+                raise SystemExit("the capture that started this copy is gone")  # killed: stop with it
+            yield tuple(row)
