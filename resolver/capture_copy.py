@@ -6,10 +6,11 @@ in chunks of its heap by ``ctid`` ranges and written into files of about ``file_
   range scan), each about ``file_bytes`` of heap, the last one open-ended. Every row the snapshot sees is in
   exactly one range (a row's ``ctid`` does not change while a snapshot can see it), with or without a key,
   and each range is one sequential read.
-- **Processes**: a table of more than one chunk is copied by ``processes`` worker processes at once, each
-  on a connection of its own that imports the exported snapshot (``SET TRANSACTION SNAPSHOT``), so they all
-  read the database as of the same point. The copy is bound by rendering each row as wal2json prints it
-  (Python), which is why the workers are processes, not threads. A table of one chunk is copied here.
+- **Processes**: a table of more than one chunk is copied by ``processes`` worker processes at once
+  (``python -m resolver.capture_copy`` children), each on a connection of its own that imports the exported
+  snapshot (``SET TRANSACTION SNAPSHOT``), so they all read the database as of the same point. The copy is
+  bound by rendering each row as wal2json prints it (Python), which is why the workers are processes, not
+  threads. A table of one chunk is copied here.
 - **Files**: ``<prefix>-<chunk>-<part>.json``; the transaction's ``B`` opens the first chunk's first file,
   its ``C`` closes the last chunk's last file; the files between lie wholly inside it, as a reader stitches
   them back together (``resolver.stitch``), and each is read by a task of its own.
@@ -20,16 +21,24 @@ psycopg 3, no Spark.
 
 from __future__ import annotations
 
-import concurrent.futures
-import multiprocessing
+import json
 import os
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from resolver.capture_source import SESSION_SETTINGS
 from resolver.landing_store import Landing, landing_at
-from resolver.snapshot_records import SnapshotTable, insert_lines, transaction_end, transaction_head
+from resolver.snapshot_records import (
+    SnapshotColumn,
+    SnapshotTable,
+    insert_lines,
+    transaction_end,
+    transaction_head,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -75,11 +84,58 @@ def copy_table(copy: TableCopy, conn: psycopg.Connection[Any], processes: int) -
     if len(chunks) == 1 or processes <= 1:
         done = [copy_chunk(copy, chunk) for chunk in chunks]
     else:
-        context = multiprocessing.get_context("spawn")  # nothing of this process's connections in a worker
-        workers = min(processes, len(chunks))
-        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-            done = list(pool.map(copy_chunk, [copy] * len(chunks), chunks))
+        done = _in_processes(copy, chunks, processes)
     return sum(rows for rows, _ in done), [f for _, files in done for f in files]
+
+
+def _in_processes(copy: TableCopy, chunks: list[Chunk], processes: int) -> list[tuple[int, list[str]]]:
+    """Each chunk copied by a ``python -m resolver.capture_copy`` child (its job on stdin as JSON, its rows
+    and files on stdout), at most ``processes`` at once. Children of their own, not a multiprocessing pool:
+    nothing of this process (its connections, its threads, a caller's script) is copied or run again."""
+    done: dict[int, tuple[int, list[str]]] = {}
+    waiting, running = list(chunks), {}
+    try:
+        while waiting or running:
+            while waiting and len(running) < processes:
+                chunk = waiting.pop(0)
+                child = subprocess.Popen(
+                    [sys.executable, "-m", "resolver.capture_copy"],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+                assert child.stdin is not None
+                child.stdin.write(json.dumps({"copy": asdict(copy), "chunk": asdict(chunk)}))
+                child.stdin.close()
+                running[chunk.index] = child
+            ended = [i for i, child in running.items() if child.poll() is not None]
+            if not ended:
+                time.sleep(0.05)
+            for index in ended:
+                child = running.pop(index)
+                assert child.stdout is not None and child.stderr is not None
+                out, err = child.stdout.read(), child.stderr.read()
+                if child.returncode != 0:
+                    raise RuntimeError(
+                        f"copying chunk {index} of {copy.table.qualified} failed ({child.returncode}):\n"
+                        f"{err[-3000:]}"
+                    )
+                rows, files = json.loads(out)
+                done[index] = (int(rows), list(files))
+    finally:
+        for child in running.values():
+            child.kill()
+    return [done[chunk.index] for chunk in chunks]
+
+
+def _from_job(job: dict[str, Any]) -> tuple[TableCopy, Chunk]:
+    """The copy and chunk a child was given (``_in_processes``)."""
+    table = job["copy"]["table"]
+    columns = tuple(SnapshotColumn(**c) for c in table["columns"])
+    keys = tuple(SnapshotColumn(**c) for c in table["primary_key"])
+    copy = TableCopy(**{**job["copy"], "table": SnapshotTable(table["schema"], table["name"], columns, keys)})
+    return copy, Chunk(**job["chunk"])
 
 
 def copy_chunk(copy: TableCopy, chunk: Chunk) -> tuple[int, list[str]]:
@@ -182,3 +238,8 @@ def _rows(
             if counted[0] % _FETCH_ROWS == 0 and os.getppid() != parent:
                 raise SystemExit("the capture that started this copy is gone")  # killed: stop with it
             yield tuple(row)
+
+
+if __name__ == "__main__":  # a worker of _in_processes: one chunk, its job on stdin
+    rows, files = copy_chunk(*_from_job(json.load(sys.stdin)))
+    print(json.dumps([rows, files]))
