@@ -174,12 +174,12 @@ def write_parts(landing: Landing, name: Callable[[int], str], lines: Iterator[st
     """Lines into files of about ``limit`` bytes each (``name(k)`` for the k-th), cut between lines, each
     durable once this returns; the names in order."""
     names: list[str] = []
-    part, size = landing.open_part(name(0).rsplit("/", 1)[-1]), 0
+    part, size = landing.open_part(name(0)), 0
     for line in lines:
         if size >= limit:
             names.append(name(len(names)))
             part.publish(names[-1])
-            part, size = landing.open_part(name(len(names)).rsplit("/", 1)[-1]), 0
+            part, size = landing.open_part(name(len(names))), 0
         part.out.write(line + "\n")
         size += len(line) + 1
     names.append(name(len(names)))

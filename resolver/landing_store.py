@@ -65,7 +65,8 @@ class Landing(Protocol):
 
     def open_part(self, working: str) -> OpenPart:
         """A file to be written line by line, then published (``OpenPart.publish``); until then it is
-        invisible (in a folder: ``.<working>.tmp``, which the next part of that working name overwrites)."""
+        invisible (in a folder: ``.<working>.tmp`` in the working name's folder, which the next part of that
+        working name overwrites)."""
         ...
 
     def move(self, source: str, target: str) -> None:
@@ -111,8 +112,9 @@ def sync_folder(folder: Path) -> None:
 
 class _FolderPart:
     def __init__(self, root: Path, working: str) -> None:
-        self.root, self.tmp = root, root / f".{working}.tmp"
-        root.mkdir(parents=True, exist_ok=True)
+        beside = root / working  # the hidden file is made in the folder its working name is in
+        self.root, self.tmp = root, beside.with_name(f".{beside.name}.tmp")
+        self.tmp.parent.mkdir(parents=True, exist_ok=True)
         self.out: IO[str] = open(self.tmp, "w", encoding="utf-8")  # noqa: SIM115 (closed by publish)
 
     def publish(self, name: str) -> str:
@@ -140,11 +142,10 @@ class LandingFolder:
         return path.read_text(encoding="utf-8") if path.exists() else None
 
     def write(self, name: str, lines: Iterable[str]) -> str:
-        folder, _, base = name.rpartition("/")
-        part = _FolderPart(self.root / folder if folder else self.root, base)
+        part = _FolderPart(self.root, name)
         for line in lines:
             part.out.write(line + "\n")
-        return part.publish(base)
+        return part.publish(name)
 
     def open_part(self, working: str) -> OpenPart:
         return _FolderPart(self.root, working)
