@@ -25,7 +25,6 @@ __all__ = [
     "SnapshotColumn",
     "SnapshotTable",
     "insert_lines",
-    "snapshot_transaction",
     "transaction_end",
     "transaction_head",
     "value_json",
@@ -81,25 +80,6 @@ def value_json(text: str | None, typname: str) -> str:
     if typname == "bytea":
         return _dumps(text.removeprefix("\\x"))  # wal2json prints the hex digits only
     return _dumps(text)
-
-
-def snapshot_transaction(
-    rows: Iterable[tuple[SnapshotTable, Sequence[str | None]]],
-    lsn: int,
-    taken: str,
-    xid: int = 0,
-    truncated: Sequence[SnapshotTable] = (),
-) -> Iterator[str]:
-    """The lines of one format-2 transaction committed at ``lsn`` (``B``, a ``T`` for each table of
-    ``truncated``, one ``I`` per row, ``C``) for ``rows`` of (table, output texts in column order);
-    ``taken`` is its timestamp as PostgreSQL prints a ``timestamptz`` in UTC (the snapshot transaction's
-    ``now()``), as wal2json prints commit times. A table truncated first and then given its rows is a
-    re-snapshot: whatever the lake held for it before ``lsn`` is replaced by exactly these rows. A copy in
-    chunks writes the same lines in pieces: ``transaction_head``, ``insert_lines`` per chunk,
-    ``transaction_end``."""
-    yield from transaction_head(lsn, taken, xid, truncated)
-    yield from insert_lines(rows, lsn, taken, xid)
-    yield transaction_end(lsn, taken, xid)
 
 
 def transaction_head(
