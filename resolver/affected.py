@@ -11,12 +11,12 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from resolver import sql
-from resolver.explode import TableLayout
 from resolver.exploded import Stored
 from resolver.merge import KeyRange, key_ranges, keys_of, range_sql
 from resolver.moves import linked_keys
 from resolver.resolve import collapse_untracked, resolve_versions
 from resolver.store import is_move, key_hash
+from resolver.tablelayout import TableLayout
 from resolver.tablemeta import TableMeta
 
 __all__ = ["Affected", "affected_keys", "read_changes", "resolve_affected"]

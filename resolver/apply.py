@@ -13,7 +13,6 @@ from pyspark.sql import DataFrame, SparkSession
 from resolver.affected import resolve_affected
 from resolver.batch_tables import mark_applied, open_batch_tables
 from resolver.coverage import HELD_NOTE
-from resolver.explode import TableLayout
 from resolver.exploded import moved_events
 from resolver.first_batch import FirstBatch, is_first_batch
 from resolver.lake import TablePaths
@@ -26,6 +25,7 @@ from resolver.steps import step
 from resolver.store import rescan_drops
 from resolver.summaries import already_applied, empty_summary, table_summary
 from resolver.table_steps import TableSteps
+from resolver.tablelayout import TableLayout
 from resolver.tablemeta import TableMeta
 from resolver.truncates import defer_truncates
 

@@ -15,8 +15,9 @@ from resolver.bronze import write_bronze
 from resolver.models import Format, IngestSummary
 from resolver.plan import BatchPlan, plan_changes
 from resolver.quarantine import write_quarantine, write_records
-from resolver.read import QUARANTINE_SCHEMA, ParsedBatch, read_wal2json
+from resolver.read import ParsedBatch, read_wal2json
 from resolver.silver import apply_planned
+from resolver.sparkschema import QUARANTINE_SCHEMA
 from resolver.steps import step
 from resolver.tableschema import TableSchema, load_schemas
 

@@ -12,7 +12,6 @@ from pyspark.sql import SparkSession
 from resolver import deletion_vectors
 from resolver.affected import Affected
 from resolver.delta import set_properties
-from resolver.explode import TableLayout
 from resolver.lake import (
     APPLIED_PROPERTY,
     DELETION_VECTORS_PROPERTY,
@@ -22,6 +21,7 @@ from resolver.lake import (
     TablePaths,
 )
 from resolver.store import rekey
+from resolver.tablelayout import TableLayout
 from resolver.tables import open_tables
 
 __all__ = ["BatchTables", "mark_applied", "open_batch_tables"]

@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from resolver import delta, sql
-from resolver.read import EVENT_SCHEMA
+from resolver.sparkschema import EVENT_SCHEMA
 
 __all__ = ["BRONZE_KEY", "write_bronze"]
 

@@ -32,8 +32,6 @@ from resolver.capture_copy import TableCopy, copy_table, in_snapshot
 from resolver.capture_drain import STREAM_OPTIONS, drain
 from resolver.capture_options import CaptureOptions, CaptureSummary
 from resolver.capture_source import (
-    SLOT_NAME,
-    SLOT_NAME_EXPECTED,
     check_source,
     connect,
     lock_tables,
@@ -44,6 +42,7 @@ from resolver.capture_source import (
 from resolver.errors import ConfigError
 from resolver.landing_store import Landing, landing_at
 from resolver.lsn import format_lsn, parse_lsn
+from resolver.names import SLOT_NAME, SLOT_NAME_EXPECTED
 from resolver.snapshot_records import SnapshotTable
 
 if TYPE_CHECKING:

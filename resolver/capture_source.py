@@ -5,7 +5,6 @@ what is expected (docs/capture.md, "Requirements"). Needs psycopg 3 (the ``[capt
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -17,8 +16,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SESSION_SETTINGS",
-    "SLOT_NAME",
-    "SLOT_NAME_EXPECTED",
     "check_source",
     "connect",
     "lock_tables",
@@ -38,8 +35,6 @@ SESSION_SETTINGS = {
 }
 _SYSTEM_SCHEMAS = ("pg_catalog", "information_schema")
 #: what a replication slot's name may be, and the words that say so
-SLOT_NAME = re.compile(r"[a-z0-9_]{1,63}")
-SLOT_NAME_EXPECTED = "a replication slot name (1-63 lower-case letters, digits, _)"
 
 
 def connect(dsn: str) -> psycopg.Connection[Any]:

@@ -19,7 +19,7 @@ from resolver.models import TableSummary
 from resolver.tablemeta import TableMeta
 
 if TYPE_CHECKING:
-    from resolver.explode import TableLayout
+    from resolver.tablelayout import TableLayout
 
 __all__ = ["HELD_NOTE", "check_covered", "unapplied"]
 

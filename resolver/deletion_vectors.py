@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 
 from resolver.delta import set_properties
 from resolver.errors import ConfigError
-from resolver.explode import TableLayout
+from resolver.tablelayout import TableLayout
 
 log = logging.getLogger(__name__)
 

@@ -17,10 +17,10 @@ from pyspark.sql import DataFrame, SparkSession
 from resolver import delta, sql
 from resolver.affected import Affected
 from resolver.batch_tables import BatchTables
-from resolver.explode import TableLayout
 from resolver.exploded import Stored, explode_batch
 from resolver.lake import TablePaths
 from resolver.steps import step
+from resolver.tablelayout import TableLayout
 from resolver.tablemeta import TableMeta
 from resolver.truncates import pending_truncates
 

@@ -13,7 +13,6 @@ from pyspark.sql import functions as F
 from resolver import delta, sql
 from resolver.affected import Affected, affected_keys, read_changes
 from resolver.batch_tables import BatchTables
-from resolver.explode import TableLayout
 from resolver.exploded import Stored, explode_batch
 from resolver.merge import (
     diff_rows,
@@ -26,6 +25,7 @@ from resolver.merge import (
 )
 from resolver.steps import step
 from resolver.store import key_hash
+from resolver.tablelayout import TableLayout
 from resolver.tablemeta import TableMeta
 from resolver.truncates import pending_truncates
 

@@ -14,7 +14,6 @@ from resolver.delta import properties_and_size
 from resolver.drops import drop_points
 from resolver.errors import ConfigError
 from resolver.evolution import TypeChange, evolve_type
-from resolver.explode import Column_, TableLayout
 from resolver.keys import evolve_key, reported_key
 from resolver.lake import (
     APPLIED_PROPERTY,
@@ -29,6 +28,7 @@ from resolver.lake import (
 from resolver.pgtypes import spark_type
 from resolver.policy import Policy
 from resolver.schemalog import ColumnChanges, likely_renames, schema_log_entries
+from resolver.tablelayout import Column_, TableLayout
 from resolver.tablemeta import TableMeta, lsn_text
 from resolver.tableschema import ColumnSpec, TableSchema
 

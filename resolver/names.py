@@ -18,9 +18,21 @@ from functools import lru_cache
 
 from resolver.errors import ConfigError
 
-__all__ = ["TableName", "qualified", "quote_part", "split_qualified", "split_schema_qualified"]
+__all__ = [
+    "SLOT_NAME",
+    "SLOT_NAME_EXPECTED",
+    "TableName",
+    "qualified",
+    "quote_part",
+    "split_qualified",
+    "split_schema_qualified",
+]
 
 _BARE = re.compile(r"[a-z_][a-z0-9_]*")
+
+#: a replication slot's name as PostgreSQL allows it (``resolver capture --slot``, a pipeline's ``capture``)
+SLOT_NAME = re.compile(r"[a-z0-9_]{1,63}")
+SLOT_NAME_EXPECTED = "a replication slot name (1-63 lower-case letters, digits, _)"
 
 
 def quote_part(name: str) -> str:

@@ -41,11 +41,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from resolver.capture_source import SLOT_NAME, SLOT_NAME_EXPECTED
 from resolver.errors import ConfigError
 from resolver.input_files import local_listing
 from resolver.kafka_config import KafkaSource
 from resolver.models import Format, ResolverModel
+from resolver.names import SLOT_NAME, SLOT_NAME_EXPECTED
 from resolver.paths import is_uri, join_inside
 from resolver.policy import Policies
 from resolver.yamlconfig import parse_yaml

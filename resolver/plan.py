@@ -15,12 +15,12 @@ from resolver.coverage import unapplied
 from resolver.deletion_vectors import from_bytes
 from resolver.errors import ConfigError
 from resolver.evolution import TypeChange
-from resolver.explode import TableLayout
 from resolver.layout import table_layout
 from resolver.metadata import batch_metadata
 from resolver.parallelism import parallel_tables
 from resolver.pipeline import TableSettings
 from resolver.rejects import unknown_reasons, unsafe_reasons
+from resolver.tablelayout import TableLayout
 from resolver.tablemeta import TableMeta
 from resolver.tableschema import TableSchema
 

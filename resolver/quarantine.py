@@ -10,8 +10,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from resolver import delta, sql
-from resolver.explode import TableLayout
-from resolver.read import QUARANTINE_SCHEMA
+from resolver.sparkschema import QUARANTINE_SCHEMA
+from resolver.tablelayout import TableLayout
 
 __all__ = ["bad_value_records", "write_records", "write_quarantine"]
 

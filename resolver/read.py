@@ -32,16 +32,14 @@ from pyspark.sql import types as T
 
 from resolver.hadoop_files import input_of
 from resolver.input_files import LOCAL
-from resolver.models import ChangeEvent, Format, QuarantineRecord
-from resolver.sparkschema import arrow_schema, spark_schema
+from resolver.models import Format
+from resolver.sparkschema import EVENT_SCHEMA, arrow_schema
 from resolver.stitch import stitch, summarize
 from resolver.stitch_plan import CLOSED, ReadWindow, Stitching, plan_stitching
 from resolver.wal2json import Count, Event, Fragment, Quarantined, read_lines
 
 __all__ = ["ParsedBatch", "read_wal2json"]
 
-EVENT_SCHEMA = spark_schema(ChangeEvent)
-QUARANTINE_SCHEMA = spark_schema(QuarantineRecord)
 _EXTRA = [
     T.StructField("kind", T.StringType(), False),  # event | quarantine | fragment | count
     T.StructField("file_index", T.IntegerType(), False),

@@ -9,8 +9,8 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from resolver.errors import ConfigError
-from resolver.explode import TableLayout
 from resolver.policy import Policies, Policy
+from resolver.tablelayout import TableLayout
 from resolver.tablemeta import TableMeta
 from resolver.tableschema import TableSchema
 

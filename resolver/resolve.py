@@ -27,8 +27,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import WindowSpec
 
 from resolver import sql
-from resolver.explode import TableLayout
 from resolver.moves import pointer_jump
+from resolver.tablelayout import TableLayout
 from resolver.touches import END, PRODUCE, touches, touches_in_place
 
 __all__ = ["MAX_LSN", "MAX_TIME_MICROS", "collapse_untracked", "max_time", "resolve_versions"]

@@ -13,10 +13,10 @@ from pyspark.sql import types as T
 
 from resolver import delta, sql
 from resolver.evolution import TypeChange
-from resolver.explode import Column_, TableLayout
 from resolver.lake import (
     schema_log_path,
 )
+from resolver.tablelayout import Column_, TableLayout
 from resolver.tablemeta import TableMeta
 from resolver.wal2json import format_lsn
 

@@ -12,7 +12,9 @@ import pyarrow as pa
 from pydantic import BaseModel
 from pyspark.sql import types as T
 
-__all__ = ["arrow_schema", "spark_schema"]
+from resolver.models import ChangeEvent, QuarantineRecord
+
+__all__ = ["EVENT_SCHEMA", "QUARANTINE_SCHEMA", "arrow_schema", "spark_schema"]
 
 
 def _unwrap(annotation: Any) -> tuple[Any, bool]:
@@ -68,3 +70,9 @@ def _arrow_type(dtype: T.DataType) -> pa.DataType:
 def arrow_schema(schema: T.StructType) -> pa.Schema:
     """The Arrow schema ``mapInArrow`` must produce for a Spark schema."""
     return pa.schema([pa.field(f.name, _arrow_type(f.dataType), f.nullable) for f in schema.fields])
+
+
+EVENT_SCHEMA = spark_schema(ChangeEvent)
+"""Bronze's rows and a batch's events (``resolver.models.ChangeEvent``)."""
+QUARANTINE_SCHEMA = spark_schema(QuarantineRecord)
+"""The quarantine table's rows (``resolver.models.QuarantineRecord``)."""

@@ -13,12 +13,12 @@ from pyspark.sql import functions as F
 from resolver import sql
 from resolver.delta import set_properties
 from resolver.drops import add_point
-from resolver.explode import TableLayout
 from resolver.lake import (
     KEY_PROPERTY,
     KEY_SOURCE_PROPERTY,
     TablePaths,
 )
+from resolver.tablelayout import TableLayout
 
 log = logging.getLogger(__name__)
 

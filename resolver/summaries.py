@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 
-from resolver.explode import TableLayout
 from resolver.exploded import Exploded, moved_events
 from resolver.models import TableSummary
 from resolver.quarantine import bad_value_records
+from resolver.tablelayout import TableLayout
 from resolver.tablemeta import TableMeta
 
 __all__ = ["already_applied", "empty_summary", "table_summary"]

@@ -11,8 +11,8 @@ from typing import Protocol
 from pyspark.sql import DataFrame
 
 from resolver.affected import Affected
-from resolver.explode import TableLayout
 from resolver.exploded import Stored
+from resolver.tablelayout import TableLayout
 
 __all__ = ["Stored", "TableSteps"]  # Stored is resolver.exploded's
 

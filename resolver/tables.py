@@ -13,7 +13,6 @@ from pyspark.sql import types as T
 
 from resolver import deletion_vectors, delta, sql
 from resolver.delta import set_properties
-from resolver.explode import TableLayout
 from resolver.lake import (
     KEY_PROPERTY,
     KEY_SOURCE_PROPERTY,
@@ -21,6 +20,7 @@ from resolver.lake import (
     TABLE_PROPERTY,
     TablePaths,
 )
+from resolver.tablelayout import TableLayout
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import WindowSpec
 
 from resolver import sql
-from resolver.explode import TableLayout
+from resolver.tablelayout import TableLayout
 
 PRODUCE, END = 1, 0
 
