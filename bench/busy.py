@@ -57,7 +57,7 @@ def _timed_ingest(spark, files: list[str], lake: Path) -> tuple[float, int]:  # 
 
 def keep_up(spark, db, options, rate: int, seconds: int, period: int, lake: Path) -> float:  # type: ignore[no-untyped-def]
     """The keep-up ratio at ``rate`` transactions per second: the ingests' seconds over ``seconds``."""
-    from resolver.capture import capture_once
+    from resolver.capture.snapshot import capture_once
 
     periods: list[list[str]] = []
     producer = threading.Thread(target=_pgbench, args=(db, "-n", "-c", "4", "-j", "2", "-R", str(rate),
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the files in the temporary folder")
     args = parser.parse_args(argv)
     from resolver import local_session
-    from resolver.capture import CaptureOptions, capture_once
+    from resolver.capture.snapshot import CaptureOptions, capture_once
     from tests.harness.postgres import PgServer
 
     work = Path(tempfile.mkdtemp(prefix="bench-busy-"))

@@ -59,7 +59,7 @@ def initial_load(spark, db, rows: int, repeat: int, work: Path) -> dict[str, flo
     import psycopg
 
     from resolver import ingest
-    from resolver.capture import CaptureOptions, capture_once
+    from resolver.capture.snapshot import CaptureOptions, capture_once
 
     copy, apply, base = [], [], []
     for n in range(repeat + 1):  # the first run warms up and is not counted
@@ -91,7 +91,7 @@ def initial_load(spark, db, rows: int, repeat: int, work: Path) -> dict[str, flo
 def capture_throughput(db, changes: int, repeat: int, work: Path) -> dict[str, float]:  # type: ignore[no-untyped-def]
     """Seconds of our drain, a running capture and ``pg_recvlogical`` over the same changes, medians of
     ``repeat``."""
-    from resolver.capture import STREAM_OPTIONS, CaptureOptions, capture_once
+    from resolver.capture.snapshot import STREAM_OPTIONS, CaptureOptions, capture_once
     from tests.harness.postgres import find_bindir
 
     ours, theirs, stream = [], [], []
@@ -136,7 +136,7 @@ def capture_throughput(db, changes: int, repeat: int, work: Path) -> dict[str, f
 
 def _running(db, options, end: int) -> tuple[float, list[str]]:  # type: ignore[no-untyped-def]
     """Seconds a running capture takes until the slot is confirmed up to ``end``, and its files."""
-    from resolver.capture_stream import stream_changes
+    from resolver.capture.stream import stream_changes
 
     stop, result = threading.Event(), []
     began = time.perf_counter()
@@ -157,7 +157,7 @@ def _changes(records: list[dict]) -> int:  # type: ignore[type-arg]
 
 
 def _pgoptions() -> str:
-    from resolver.capture_source import SESSION_SETTINGS
+    from resolver.capture.source import SESSION_SETTINGS
 
     return " ".join(f"-c {k}={v}" for k, v in SESSION_SETTINGS.items())
 

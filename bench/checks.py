@@ -48,9 +48,9 @@ def check_seed(spark: SparkSession, lake: str, spec: Spec) -> Check:
     """Seed ``lake`` directly, then compare its three tables with what the resolver makes of the same target
     as wal2json: the change store with ``explode_events``, the history with ``resolve_versions`` of it."""
     from resolver import plan_changes, read_wal2json
-    from resolver.explode import explode_events
-    from resolver.lake import changes_path, history_path, snapshot_path
-    from resolver.resolve import resolve_versions
+    from resolver.lake.folders import changes_path, history_path, snapshot_path
+    from resolver.table.explode import explode_events
+    from resolver.table.resolve import resolve_versions
 
     seed_lake(spark, lake, spec)
     path = target_wal2json(spec, os.path.join(lake, "_seed", "target.json"))
@@ -76,7 +76,7 @@ def check_seed(spark: SparkSession, lake: str, spec: Spec) -> Check:
 
 def _ours(spark: SparkSession, seeded: str, lake: str, events: DataFrame) -> tuple[DataFrame, DataFrame]:
     from resolver import apply_changes
-    from resolver.lake import history_path, snapshot_path
+    from resolver.lake.folders import history_path, snapshot_path
 
     shutil.copytree(seeded, lake)
     apply_changes(spark, events, lake)

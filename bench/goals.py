@@ -148,7 +148,7 @@ class Bench:
     def ours(self, seeded: str, events: DataFrame, keep: list[str] | None = None) -> list[Run]:
         """Apply ``events`` to fresh copies of the lake ``seeded``; ``keep`` receives the last copy's path."""
         from resolver import apply_changes
-        from resolver.lake import changes_path, history_path, snapshot_path
+        from resolver.lake.folders import changes_path, history_path, snapshot_path
 
         def setup() -> tuple[Callable[[], object], dict[str, str], str]:
             lake = self._dir("ours")
@@ -320,8 +320,8 @@ class Bench:
 
     def g4_resolution(self) -> Goal:
         from resolver import plan_changes
-        from resolver.explode import explode_events
-        from resolver.resolve import resolve_versions
+        from resolver.table.explode import explode_events
+        from resolver.table.resolve import resolve_versions
 
         s = self.scale
         spec = Spec(batch_events=s.resolve_events, seed=4)
@@ -448,8 +448,8 @@ class Bench:
         from delta.tables import DeltaTable
 
         from resolver import apply_changes
-        from resolver.lake import changes_path, history_path, snapshot_path
-        from resolver.maintenance import optimize
+        from resolver.lake.folders import changes_path, history_path, snapshot_path
+        from resolver.ops.maintenance import optimize
 
         s = self.scale
         spec = Spec(
@@ -490,7 +490,7 @@ class Bench:
             _ok(ratio, "<= 1.3"),
             ["seconds per batch: " + " ".join(f"{r.seconds:.1f}" for r in runs),
              f"data files after batch 1: {files[0]}; after batch {len(runs)}: {files[-1]}"],
-            note=f"maintenance policy: `resolver optimize` (resolver.maintenance.optimize) every {every} "
+            note=f"maintenance policy: `resolver optimize` (resolver.ops.maintenance.optimize) every {every} "
             "batches, the README's \"every 50 runs\" scaled with the run, not timed as part of a batch; "
             "optimize ran "
             + ("; ".join(optimized) or "never"),

@@ -2,13 +2,14 @@
 
 Feeding 50M rows through wal2json would take hours here (the parser reads ~20k events/s, see
 ``PARSE_RESULTS.md``), so ``seed_lake`` writes the target (``bench.workload``: keys ``0..N-1``, ``versions``
-versions each) directly into the three tables the resolver keeps for a table (``resolver/silver.py``):
+versions each) directly into the three tables the resolver keeps for a table (``resolver/batch/silver.py``):
 
 1. the first target transaction goes through the resolver for real (``read_wal2json`` + ``apply_changes``):
    that creates the change store, history and snapshot with the resolver's own schemas and properties
    (key, key source, schema version, column state);
 2. the rest of the change store is appended (one typed change row per key and version, as
-   ``resolver.explode`` writes them), and the history and snapshot are overwritten with every version and
+   ``resolver.table.explode`` writes them), and the history and snapshot are overwritten with every version
+   and
    every live row, computed with the same formulas as ``bench.workload``;
 3. the store gets the marker a batch leaves (``resolver.appliedVersion``, ``resolver.holds``), as a lake
    the resolver kept up to date would have it.
@@ -83,7 +84,7 @@ def base_rows(spark: SparkSession, spec: Spec, key_major: bool = True) -> DataFr
 def seed_lake(spark: SparkSession, lake: str, spec: Spec) -> None:
     """Write the target of ``spec`` into a new lake (see the module doc)."""
     from resolver import apply_changes, read_wal2json
-    from resolver.lake import changes_path, history_path, snapshot_path
+    from resolver.lake.folders import changes_path, history_path, snapshot_path
 
     first = Spec(target_rows=min(TXN_ROWS, spec.target_rows))
     path = target_wal2json(first, os.path.join(lake, "_seed", "first.json"))
@@ -134,15 +135,16 @@ def seed_lake(spark: SparkSession, lake: str, spec: Spec) -> None:
 
 
 def _mark_applied(spark: SparkSession, store: str) -> None:
-    """The marker a resolver batch leaves on the change store (``resolver.silver.APPLIED_PROPERTY``): the
+    """The marker a resolver batch leaves on the change store (``resolver.batch.silver.APPLIED_PROPERTY``):
+    the
     silver tables hold the store's current version, which holds no key change or truncate; a lake in
     steady state has it, so the goals do not time a first batch's pass over the store."""
     import json
 
     from delta.tables import DeltaTable
 
-    from resolver.delta import set_properties
-    from resolver.lake import APPLIED_PROPERTY, HOLDS_PROPERTY
+    from resolver.lake.delta import set_properties
+    from resolver.lake.folders import APPLIED_PROPERTY, HOLDS_PROPERTY
 
     version = DeltaTable.forPath(spark, store).history(1).first()["version"]  # type: ignore[index]
     holds = json.dumps({"moves": False, "truncates": False})
@@ -181,7 +183,7 @@ def check_seed(spark: SparkSession, folder: str, spec: Spec) -> list[str]:
     """Seed a lake directly and another through the resolver with the same (small) target; returns the
     differences found (empty: the direct seed is what the resolver would have written)."""
     from resolver import apply_changes, read_wal2json
-    from resolver.lake import changes_path, history_path, snapshot_path
+    from resolver.lake.folders import changes_path, history_path, snapshot_path
 
     direct, fed = os.path.join(folder, "direct"), os.path.join(folder, "fed")
     seed_lake(spark, direct, spec)

@@ -9,13 +9,14 @@
    connector sends (``bench.debezium_input``: one whole Kafka record a line, the schema envelope, the
    README's connector settings, a tombstone after each delete). Each input also comes cut in two files at
    the transaction boundary nearest the middle.
-2. In one warm SparkSession (``resolver.session.local_session()``, local[2]), after one warm-up run of
+2. In one warm SparkSession (``resolver.spark.session.local_session()``, local[2]), after one warm-up run of
    everything on a small input, times K runs of each case, interleaved. wal2json: (a) our parse (one Spark
    task per file), (b) ``spark.read.json(path).count()`` (schema inference pass + count), (c)
    ``spark.read.text(path).count()`` (a floor: just reading the lines), (d) our parse over the 2-file
    layout, (e)/(f) (a)/(d) with file:// URIs (the object-store reader: Spark's binaryFile source).
    Debezium: (g), (h), (i), (j) as (a), (b), (c), (d). Then, outside Spark, one run of the pure-Python
-   reader ``resolver.wal2json.read_lines`` on one core per format (plus plain ``json.loads`` of every line,
+   reader ``resolver.formats.wal2json.read_lines`` on one core per format (plus plain ``json.loads`` of every
+   line,
    the floor for any Python parser).
 3. Prints a table and writes it to ``bench/PARSE_RESULTS.md`` with the machine and the command
    (``bench.parse_report``).
@@ -64,7 +65,7 @@ def _timed(fn, *args):  # type: ignore[no-untyped-def]
 
 
 def ours(spark, paths: list[str], fmt: str = "wal2json-v2") -> dict[str, int]:  # type: ignore[no-untyped-def]
-    from resolver.read import read_wal2json
+    from resolver.batch.read import read_wal2json
 
     b = read_wal2json(spark, paths, fmt)
     counts = b.counts()
@@ -82,8 +83,8 @@ def spark_text(spark, path: str) -> int:  # type: ignore[no-untyped-def]
 
 def pure_python(path: str, fmt: str = "wal2json-v2") -> int:
     """Events ``read_lines`` finds in one file (anything else it yields is not counted)."""
+    from resolver.formats.wal2json import Event, read_lines
     from resolver.models import Format
-    from resolver.wal2json import Event, read_lines
 
     n = 0
     with open(path, "rb") as fh:
@@ -173,7 +174,7 @@ def bench(args: argparse.Namespace) -> None:
                     f"pure-Python reader found {n} events in {layout.path}, expected {layout.events}"
                 )
 
-        from resolver.session import local_session
+        from resolver.spark.session import local_session
 
         t0 = time.perf_counter()
         spark = local_session("parse-speed")

@@ -1,5 +1,5 @@
 """Where the Spark jobs of a batch go: ingest files one batch each into a fresh lake and count, per batch,
-the jobs of each step (``resolver.steps``: the description every job of a step carries).
+the jobs of each step (``resolver.spark.steps``: the description every job of a step carries).
 
     python -m bench.steps                                  # samples/seed000: batches 1, 2, 3, batch 1 again
     python -m bench.steps landing/0001.json landing/0002.json
@@ -21,7 +21,7 @@ import tempfile
 import time
 
 from resolver import ingest, local_session
-from resolver.steps import DESCRIPTION
+from resolver.spark.steps import DESCRIPTION
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEED000 = [
@@ -30,7 +30,8 @@ SEED000 = [
 ]
 
 
-#: the steps ``resolver`` names (``resolver.batch.ingest`` and ``resolver.apply.apply_table``), in order
+#: the steps ``resolver`` names (``resolver.batch.ingest.ingest`` and ``resolver.table.apply.apply_table``),
+#: in order
 STEPS = (
     "plan", "read and count", "quarantine", "bronze", "tables", "explode", "store merge", "store append",
     "affected keys", "read changes", "resolve", "read history", "diff history", "counts", "history merge",
@@ -65,7 +66,7 @@ def jobs_of(spark) -> dict[int, tuple[str, str, int]]:  # type: ignore[no-untype
 
 
 class StepTimes(logging.Handler):
-    """Seconds per step, from the DEBUG line ``resolver.steps`` logs at the end of each step."""
+    """Seconds per step, from the DEBUG line ``resolver.spark.steps`` logs at the end of each step."""
 
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     assert spark.sparkContext.getLocalProperty(DESCRIPTION) is None
     seen: set[int] = set()
     times = StepTimes()
-    steps_log = logging.getLogger("resolver.steps")
+    steps_log = logging.getLogger("resolver.spark.steps")
     steps_log.addHandler(times)
     steps_log.setLevel(logging.DEBUG)
     with tempfile.TemporaryDirectory(prefix="bench-steps-") as tmp:

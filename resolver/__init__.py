@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from resolver.config.policy import Policies, Policy
 from resolver.errors import ConfigError, InputError, ResolverError
+from resolver.formats.wal2json import format_lsn, parse_lsn, read_lines
 from resolver.models import (
     ChangeEvent,
     Format,
@@ -18,8 +20,6 @@ from resolver.models import (
     RunSummary,
     TableSummary,
 )
-from resolver.policy import Policies, Policy
-from resolver.wal2json import format_lsn, parse_lsn, read_lines
 
 __all__ = [
     "BatchOptions",
@@ -56,22 +56,22 @@ __all__ = [
 ]
 
 _LAZY = {
-    "CaptureOptions": "resolver.capture_options",
-    "CaptureSummary": "resolver.capture_options",
-    "capture_once": "resolver.capture",
-    "apply_changes": "resolver.silver",
-    "BatchOptions": "resolver.batch_options",
-    "ReadWindow": "resolver.stitch_plan",
-    "ingest": "resolver.batch",
-    "local_session": "resolver.session",
-    "plan_changes": "resolver.plan",
-    "read_wal2json": "resolver.read",
-    "run_pipeline": "resolver.run",
-    "stream_pipeline": "resolver.stream",
-    "load_pipeline": "resolver.pipeline",
-    "as_of": "resolver.timetravel",
-    "optimize": "resolver.maintenance",
-    "vacuum": "resolver.maintenance",
+    "CaptureOptions": "resolver.capture.options",
+    "CaptureSummary": "resolver.capture.options",
+    "capture_once": "resolver.capture.snapshot",
+    "apply_changes": "resolver.batch.silver",
+    "BatchOptions": "resolver.config.batch_options",
+    "ReadWindow": "resolver.formats.stitch_plan",
+    "ingest": "resolver.batch.ingest",
+    "local_session": "resolver.spark.session",
+    "plan_changes": "resolver.plan.batch_plan",
+    "read_wal2json": "resolver.batch.read",
+    "run_pipeline": "resolver.pipelines.run",
+    "stream_pipeline": "resolver.pipelines.stream",
+    "load_pipeline": "resolver.config.pipeline",
+    "as_of": "resolver.ops.timetravel",
+    "optimize": "resolver.ops.maintenance",
+    "vacuum": "resolver.ops.maintenance",
 }
 
 
@@ -79,7 +79,7 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
-        from resolver.runtime import check_runtime
+        from resolver.spark.runtime import check_runtime
 
         check_runtime()  # pyarrow and pandas: one clear line rather than an import error
 

@@ -1,6 +1,7 @@
 """The data model: one frozen pydantic definition per record the resolver stores.
 
-The Spark schemas of the lake tables are derived from these classes (``resolver.sparkschema``), so a field
+The Spark schemas of the lake tables are derived from these classes (``resolver.spark.sparkschema``), so a
+field
 is declared once, here. This module does not import Spark.
 """
 
@@ -55,7 +56,7 @@ class Format(StrEnum):
     DEBEZIUM_JSON = "debezium-json"
     """Debezium's PostgreSQL connector: one Kafka record per line, its value as Kafka Connect JSON (with or
     without the schema envelope), or a whole record ``{"key", "value", "headers"}``
-    (``resolver.debezium``)."""
+    (``resolver.formats.debezium``)."""
 
 
 class ChangeEvent(ResolverModel):

@@ -1,5 +1,5 @@
 """What the resolver knows about one source table for a batch (``TableLayout``: its lake columns, key,
-outputs and the schema changes the batch makes), built by ``resolver.layout`` from the lake, the schema
+outputs and the schema changes the batch makes), built by ``resolver.plan.layout`` from the lake, the schema
 file and the batch's events, and read by every step that touches the table. Shared by the planning, the
 per-table steps and the lake's table helpers, so it lives with the shared types, above none of them."""
 
@@ -36,7 +36,7 @@ class TableLayout:
     key_source: str = "primary_key"
     extra: dict[str, str] = field(default_factory=dict, compare=False)
     changes: tuple[Any, ...] = field(default=(), compare=False)
-    """Column type changes this batch makes (``resolver.evolution.TypeChange``)."""
+    """Column type changes this batch makes (``resolver.plan.evolution.TypeChange``)."""
     renames: tuple[tuple[str, str], ...] = field(default=(), compare=False)
     """Lake columns this batch renames, (old name, new name), from the schema file's hints."""
     notes: tuple[str, ...] = field(default=(), compare=False)
@@ -53,7 +53,7 @@ class TableLayout:
     rejected: tuple[tuple[str, str | None, str], ...] = field(default=(), compare=False)
     """(stream column, PostgreSQL type, lake type) of unsafe type changes the table's policy quarantines."""
     snapshot: bool = field(default=True, compare=False)
-    """Keep the snapshot table (``resolver.pipeline.TableSettings.outputs``)."""
+    """Keep the snapshot table (``resolver.config.pipeline.TableSettings.outputs``)."""
     history: bool = field(default=True, compare=False)
     """Keep the history table."""
     track: tuple[str, ...] = field(default=(), compare=False)

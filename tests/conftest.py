@@ -56,8 +56,8 @@ def _one_worker_at_a_time(tmp_path_factory: pytest.TempPathFactory, what: str) -
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
-    from resolver.kafka_config import local_kafka_package
-    from resolver.session import local_session
+    from resolver.config.kafka_config import local_kafka_package
+    from resolver.spark.session import local_session
 
     # one worker at a time fetches Delta's and Kafka's jars into the Ivy cache (on a fresh machine both would
     # download the same files into the same folder at once) and makes the class archive
@@ -93,11 +93,12 @@ def _release_spark_memory() -> Iterator[None]:
 
 @pytest.fixture
 def cli(spark: SparkSession) -> Iterator[Callable[..., int]]:
-    """Run a command of ``resolver.commands`` in this process (its session is the tests' own), putting back
+    """Run a command of ``resolver.cli.commands`` in this process (its session is the tests' own), putting
+    back
     the session settings ``local_session`` changes."""
     saved = {k: v for k, v in spark.conf.getAll.items() if spark.conf.isModifiable(k)}
     parser = argparse.ArgumentParser(prog="resolver")
-    from resolver.commands import register
+    from resolver.cli.commands import register
 
     handlers = register(parser.add_subparsers(dest="command", required=True))
 

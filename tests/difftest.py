@@ -27,9 +27,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from resolver.formats.wal2json import Event, format_lsn, parse_lsn, read_lines
 from resolver.models import Format
 from resolver.pgtypes import spark_type
-from resolver.wal2json import Event, format_lsn, parse_lsn, read_lines
 from tests.harness.postgres import SESSION_SETTINGS, PgDatabase, write_lines
 
 MAX_LSN = 2**63 - 1
@@ -787,7 +787,8 @@ def read_frames(lines: Sequence[str], fmt: int) -> list[Frame]:
 
 
 def reader_events(lines: Sequence[str], fmt: int) -> list[dict[str, Any]]:
-    """The events ``resolver.wal2json.read_lines`` makes of a capture (everything must be an event)."""
+    """The events ``resolver.formats.wal2json.read_lines`` makes of a capture (everything must be an
+    event)."""
     events = []
     fmt_name = Format.WAL2JSON_V1 if fmt == 1 else Format.WAL2JSON_V2
     for item in read_lines((line.encode() for line in lines), "capture", fmt_name):
@@ -947,10 +948,10 @@ def collect_silver(spark: Any, lake: Path, tables: Sequence[Table]) -> Silver:
 def collect_silver_typed(spark: Any, lake: Path, tables: Sequence[Table]) -> Silver:
     """``collect_silver`` of a lake whose source columns hold text (a stream without types and no schema file
     to pin them), each value first typed by the documented mapping the way the resolver types a value
-    (``resolver.explode.cast_text``), the key structs of ``__moved_from``/``__moved_to`` too."""
+    (``resolver.table.explode.cast_text``), the key structs of ``__moved_from``/``__moved_to`` too."""
     from pyspark.sql import functions as F
 
-    from resolver.explode import cast_text
+    from resolver.table.explode import cast_text
 
     silver = Silver()
     for t in tables:

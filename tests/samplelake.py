@@ -13,8 +13,8 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from resolver import ingest
+from resolver.formats.wal2json import Event, read_lines
 from resolver.models import Format
-from resolver.wal2json import Event, read_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,6 +1,7 @@
 """The append-only ``bronze/change_events`` table: every change event accepted, once (``write_bronze``).
 
-One write per batch (``resolver.batch.ingest``), whatever the data: an insert-only MERGE whose ON clause
+One write per batch (``resolver.batch.ingest.ingest``), whatever the data: an insert-only MERGE whose ON
+clause
 carries the batch's commit-LSN range as literals so Delta skips bronze files outside it; the first batch
 appends.
 """
@@ -12,8 +13,9 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from resolver import delta, sql
-from resolver.sparkschema import EVENT_SCHEMA
+from resolver.lake import delta
+from resolver.spark import sql
+from resolver.spark.sparkschema import EVENT_SCHEMA
 
 __all__ = ["BRONZE_KEY", "write_bronze"]
 

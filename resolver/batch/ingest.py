@@ -1,7 +1,8 @@
 """One batch, as its steps (``ingest``): read the files, plan the batch against the lake (which may refuse it
 before anything is written), quarantine what could not be read or what a policy refused, append what is new
-to bronze, then bring every table's silver tables up to date (``resolver.silver.apply_planned``, a table's
-steps in ``resolver.apply.apply_table``) and quarantine the values that did not fit their columns."""
+to bronze, then bring every table's silver tables up to date (``resolver.batch.silver.apply_planned``, a
+table's
+steps in ``resolver.table.apply.apply_table``) and quarantine the values that did not fit their columns."""
 
 from __future__ import annotations
 
@@ -10,16 +11,16 @@ from collections.abc import Mapping, Sequence
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from resolver.batch_options import BatchOptions, batch_options
-from resolver.bronze import write_bronze
+from resolver.batch.bronze import write_bronze
+from resolver.batch.read import ParsedBatch, read_wal2json
+from resolver.batch.silver import apply_planned
+from resolver.config.batch_options import BatchOptions, batch_options
+from resolver.config.tableschema import TableSchema, load_schemas
 from resolver.models import Format, IngestSummary
-from resolver.plan import BatchPlan, plan_changes
-from resolver.quarantine import write_quarantine, write_records
-from resolver.read import ParsedBatch, read_wal2json
-from resolver.silver import apply_planned
-from resolver.sparkschema import QUARANTINE_SCHEMA
-from resolver.steps import step
-from resolver.tableschema import TableSchema, load_schemas
+from resolver.plan.batch_plan import BatchPlan, plan_changes
+from resolver.spark.sparkschema import QUARANTINE_SCHEMA
+from resolver.spark.steps import step
+from resolver.table.quarantine import write_quarantine, write_records
 
 __all__ = ["ingest"]
 
@@ -36,9 +37,10 @@ def ingest(
     every table's silver snapshot and history up to date.
 
     ``schemas`` is a folder of ``<schema>.<table>.yaml`` files or what ``load_schemas`` returned;
-    ``options`` (``resolver.batch_options.BatchOptions``) carries the policies for unknown tables and
+    ``options`` (``resolver.config.batch_options.BatchOptions``) carries the policies for unknown tables and
     columns and unsafe type changes, per-table settings, the tables to include, whether a failing table
-    stops the others, a callback per table done and the read window (``resolver.run`` uses them all).
+    stops the others, a callback per table done and the read window (``resolver.pipelines.run`` uses them
+    all).
 
     Example::
 

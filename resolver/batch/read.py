@@ -1,19 +1,21 @@
 """Read wal2json files into Spark: change events and quarantined records, parsed inside Spark tasks.
 
 The files of one batch are one stream, in the order given. Each file is parsed line by line by one Spark
-task through ``resolver.wal2json`` (validation needs the JSON Schemas, which is Python work, so this is a
+task through ``resolver.formats.wal2json`` (validation needs the JSON Schemas, which is Python work, so this
+is a
 ``mapInArrow``, not a per-row UDF); nothing is collected to the driver. Local files (plain paths, on a
 machine whose Spark default file system is the local one) are opened and streamed by the task itself, so a
 file of any size is fine. Files named by URIs (``s3a://``, ``abfss://``, ``gs://``, ``hdfs://``,
 ``dbfs:/``, ``file:/``) are read through Spark's Hadoop file systems with the session's configuration and
-credentials (``resolver.hadoop_files``): Spark's ``binaryFile`` source hands each file to a task as one
+credentials (``resolver.files.hadoop_files``): Spark's ``binaryFile`` source hands each file to a task as one
 value, which bounds one file at 2 GiB and needs about three times its size in the executor's memory.
 
 A format-2 transaction cut by file boundaries (its B in one file, its C in a later one, any files between
-wholly inside it) is stitched back together in Spark (``resolver.stitch``); one that stays incomplete (no
+wholly inside it) is stitched back together in Spark (``resolver.batch.stitch``); one that stays incomplete
+(no
 C before the end of the last file) is quarantined whole, never applied half-way.
 
-The files and their format come from ``resolver.input_files`` (``list_files``, ``resolve_format``).
+The files and their format come from ``resolver.files.input_files`` (``list_files``, ``resolve_format``).
 """
 
 from __future__ import annotations
@@ -30,13 +32,13 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from resolver.hadoop_files import input_of
-from resolver.input_files import LOCAL
+from resolver.batch.stitch import stitch, summarize
+from resolver.files.hadoop_files import input_of
+from resolver.files.input_files import LOCAL
+from resolver.formats.stitch_plan import CLOSED, ReadWindow, Stitching, plan_stitching
+from resolver.formats.wal2json import Count, Event, Fragment, Quarantined, read_lines
 from resolver.models import Format
-from resolver.sparkschema import EVENT_SCHEMA, arrow_schema
-from resolver.stitch import stitch, summarize
-from resolver.stitch_plan import CLOSED, ReadWindow, Stitching, plan_stitching
-from resolver.wal2json import Count, Event, Fragment, Quarantined, read_lines
+from resolver.spark.sparkschema import EVENT_SCHEMA, arrow_schema
 
 __all__ = ["ParsedBatch", "read_wal2json"]
 
@@ -150,7 +152,7 @@ class ParsedBatch:
 
     ``counts()`` runs one small aggregate over the parse. Only when some transaction was cut by a file
     boundary (or a file has no B/C framing) do ``events`` and ``quarantine`` include the stitching join,
-    and counting costs one more small aggregate, over the fragments alone (``resolver.stitch``)."""
+    and counting costs one more small aggregate, over the fragments alone (``resolver.batch.stitch``)."""
 
     def __init__(
         self,
@@ -258,7 +260,7 @@ def read_wal2json(
     The format is ``fmt``, or without it detected from the files' heads; ``resolve_format`` checks either.
 
     The parse runs once, at the first use of the result, and is persisted for its several uses. A stream
-    read in pieces (``resolver run``) passes a ``window`` (``resolver.stitch_plan.ReadWindow``): with
+    read in pieces (``resolver run``) passes a ``window`` (``resolver.formats.stitch_plan.ReadWindow``): with
     ``open_end`` a transaction begun in the last file and not committed there is left for the next batch
     (which reads that file again) instead of being quarantined; with ``open_start`` (the first file was the
     last file of the previous batch) the head of a transaction it already completed is not quarantined

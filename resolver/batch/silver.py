@@ -1,21 +1,27 @@
 """Apply a planned batch of change events to every table's silver snapshot and history (``docs/silver.md``):
-``apply_planned`` (the batch's part after bronze, ``resolver.batch.ingest``) and ``apply_changes`` (the
+``apply_planned`` (the batch's part after bronze, ``resolver.batch.ingest.ingest``) and ``apply_changes`` (the
 library's call for any DataFrame of change events: plan, apply, quarantine).
 
-1. ``resolver.plan``: one small aggregate over the events (``resolver.metadata``), then each table's key
-   (``resolver.keys``) and layout (``resolver.layout``: columns, type changes, drop points, schema-log rows),
-   and the events the policies refuse (``resolver.rejects``); nothing is written yet;
-2. ``resolver.schemalog``: the batch's schema changes, logged before any table changes;
-3. per table, on a pool of threads, ``resolver.apply.apply_table``'s steps: the table's Delta tables created
-   or evolved (``resolver.tables``), the batch exploded against the layout and measured in the same job
-   (``resolver.exploded``: key changes, bad values, key ranges) and added to the change store; the
-   *affected keys*: the keys the batch touches, closed under primary-key changes (``resolver.store``,
-   ``resolver.moves.linked_keys``; a truncate affects every key); every change of those keys resolved into
-   versions (``resolver.resolve.resolve_versions``: the result depends only on the set of events held, so
+1. ``resolver.plan.batch_plan``: one small aggregate over the events (``resolver.plan.metadata``), then each
+   table's key
+   (``resolver.plan.keys``) and layout (``resolver.plan.layout``: columns, type changes, drop points,
+   schema-log rows),
+   and the events the policies refuse (``resolver.plan.rejects``); nothing is written yet;
+2. ``resolver.plan.schemalog``: the batch's schema changes, logged before any table changes;
+3. per table, on a pool of threads, ``resolver.table.apply.apply_table``'s steps: the table's Delta tables
+   created
+   or evolved (``resolver.lake.tables``), the batch exploded against the layout and measured in the same job
+   (``resolver.table.exploded``: key changes, bad values, key ranges) and added to the change store; the
+   *affected keys*: the keys the batch touches, closed under primary-key changes (``resolver.table.store``,
+   ``resolver.table.moves.linked_keys``; a truncate affects every key); every change of those keys resolved
+   into
+   versions (``resolver.table.resolve.resolve_versions``: the result depends only on the set of events held,
+   so
    replays and any delivery order give the same rows); the versions written to the history and the current
-   ones to the snapshot (``resolver.first_batch``: appended to a new table's; ``resolver.later_batch``:
+   ones to the snapshot (``resolver.table.first_batch``: appended to a new table's;
+   ``resolver.table.later_batch``:
    MERGEd, diffed first when events came late);
-4. ``resolver.quarantine``: values that did not fit their column, and events a policy quarantined.
+4. ``resolver.table.quarantine``: values that did not fit their column, and events a policy quarantined.
 
 The change store is written first and the silver tables are recomputed from it, so a batch cut short by a
 crash is completed by running it again.
@@ -30,17 +36,17 @@ from functools import reduce
 
 from pyspark.sql import DataFrame, SparkSession
 
-from resolver.apply import apply_table
-from resolver.batch_options import BatchOptions, batch_options
-from resolver.coverage import check_covered
-from resolver.lake import changes_path, history_path, schema_log_path, snapshot_path
+from resolver.config.batch_options import BatchOptions, batch_options
+from resolver.config.tableschema import TableSchema
+from resolver.lake.folders import changes_path, history_path, schema_log_path, snapshot_path
 from resolver.models import TableSummary
-from resolver.parallelism import parallel_tables
-from resolver.plan import BatchPlan, plan_changes
-from resolver.quarantine import write_records
-from resolver.schemalog import write_schema_log
-from resolver.summaries import empty_summary
-from resolver.tableschema import TableSchema
+from resolver.plan.batch_plan import BatchPlan, plan_changes
+from resolver.plan.coverage import check_covered
+from resolver.plan.schemalog import write_schema_log
+from resolver.spark.parallelism import parallel_tables
+from resolver.table.apply import apply_table
+from resolver.table.quarantine import write_records
+from resolver.table.summaries import empty_summary
 
 # the paths and the plan are re-exported: callers that knew them from here keep working
 __all__ = [
@@ -67,12 +73,13 @@ def apply_changes(
     """Apply a batch of change events (a DataFrame with ``resolver.models.ChangeEvent`` columns, e.g.
     ``read_wal2json(...).events``) to the silver tables of every table in it. One call is one batch.
 
-    ``schemas`` maps ``<schema>.<table>`` to its schema file (``resolver.tableschema.load_schemas``);
-    ``options`` is a ``resolver.batch_options.BatchOptions`` (policies, per-table settings, the tables to
+    ``schemas`` maps ``<schema>.<table>`` to its schema file (``resolver.config.tableschema.load_schemas``);
+    ``options`` is a ``resolver.config.batch_options.BatchOptions`` (policies, per-table settings, the tables
+    to
     include, ``isolate``, ``on_table``). Returns one summary per table, sorted by table name. Every check
     that can refuse the batch (a key or a column type the lake cannot take, an event a ``fail`` policy
     refuses) runs first, in ``plan_changes``, before anything is written. Events a ``quarantine`` policy
-    (``resolver.policy``) takes out go to the quarantine table with the values that did not fit.
+    (``resolver.config.policy``) takes out go to the quarantine table with the values that did not fit.
 
     Example::
 
@@ -98,10 +105,11 @@ def apply_planned(
     all_new: bool,
 ) -> tuple[list[TableSummary], DataFrame | None]:
     """Apply a planned batch (``plan_changes``) to every table's silver tables: the batch's schema changes
-    are logged first, then the tables are applied on a pool of threads (``resolver.apply.apply_table``).
+    are logged first, then the tables are applied on a pool of threads (``resolver.table.apply.apply_table``).
     Returns the tables' summaries, sorted by table name, and the records of values that did not fit their
     columns, for the quarantine (None: there were none). ``all_new`` says the lake held none of these
-    events before (``resolver.batch.ingest`` knows it from bronze's write): each table's change store is
+    events before (``resolver.batch.ingest.ingest`` knows it from bronze's write): each table's change store
+    is
     then appended to without looking for them first."""
     if plan.accepted is not None:
         events = plan.accepted

@@ -1,9 +1,10 @@
 """Stitch format-2 transactions cut by file boundaries back together, in Spark.
 
-A transaction cut by file boundaries reaches Spark as fragment rows (``resolver.wal2json.Fragment``,
-parsed by ``resolver.read``): its ``tail`` (B … end of file k), the ``middle`` of each file wholly inside it
+A transaction cut by file boundaries reaches Spark as fragment rows (``resolver.formats.wal2json.Fragment``,
+parsed by ``resolver.batch.read``): its ``tail`` (B … end of file k), the ``middle`` of each file wholly
+inside it
 (no B or C) and its ``head`` (start of file m … C). ``summarize`` takes one small aggregate over the
-fragments (one row per file and role, never the events) for ``resolver.stitch_plan.plan_stitching`` to
+fragments (one row per file and role, never the events) for ``resolver.formats.stitch_plan.plan_stitching`` to
 decide on the driver; ``stitch`` then joins that decision back onto the fragments: the events of the
 stitched transactions (and of files without framing), and the fragments cut off, as quarantine rows.
 """
@@ -14,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from resolver.stitch_plan import CUT_OFF, MATCHED, UNFRAMED, Part, Stitching
+from resolver.formats.stitch_plan import CUT_OFF, MATCHED, UNFRAMED, Part, Stitching
 
 __all__ = ["stitch", "summarize"]
 

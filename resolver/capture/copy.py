@@ -1,5 +1,5 @@
 """The tables' copy in a snapshot a new slot exports (``resolver capture``'s first half, docs/capture.md):
-each table one transaction of inserts at the slot's consistent point (``resolver.snapshot_records``), read
+each table one transaction of inserts at the slot's consistent point (``resolver.capture.records``), read
 in chunks of its heap by ``ctid`` ranges and written into files of about ``file_bytes``.
 
 - **Chunks**: a table is cut into ranges of heap blocks (``ctid >= '(b,0)' AND ctid < '(e,0)'``, a TID
@@ -7,13 +7,13 @@ in chunks of its heap by ``ctid`` ranges and written into files of about ``file_
   exactly one range (a row's ``ctid`` does not change while a snapshot can see it), with or without a key,
   and each range is one sequential read.
 - **Processes**: a table of more than one chunk is copied by ``processes`` worker processes at once
-  (``python -m resolver.capture_copy`` children), each on a connection of its own that imports the exported
+  (``python -m resolver.capture.copy`` children), each on a connection of its own that imports the exported
   snapshot (``SET TRANSACTION SNAPSHOT``), so they all read the database as of the same point. The copy is
   bound by rendering each row as wal2json prints it (Python), which is why the workers are processes, not
   threads. A table of one chunk is copied here.
 - **Files**: ``<prefix>-<chunk>-<part>.json``; the transaction's ``B`` opens the first chunk's first file,
   its ``C`` closes the last chunk's last file; the files between lie wholly inside it, as a reader stitches
-  them back together (``resolver.stitch``), and each is read by a task of its own.
+  them back together (``resolver.batch.stitch``), and each is read by a task of its own.
 
 The exporting connection must stay open until every chunk is copied (the snapshot ends with it). Needs
 psycopg 3, no Spark.
@@ -30,15 +30,15 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from resolver.capture_source import SESSION_SETTINGS
-from resolver.landing_store import Landing, landing_at
-from resolver.snapshot_records import (
+from resolver.capture.landing import Landing, landing_at
+from resolver.capture.records import (
     SnapshotColumn,
     SnapshotTable,
     insert_lines,
     transaction_end,
     transaction_head,
 )
+from resolver.capture.source import SESSION_SETTINGS
 
 if TYPE_CHECKING:
     import psycopg
@@ -89,7 +89,7 @@ def copy_table(copy: TableCopy, conn: psycopg.Connection[Any], processes: int) -
 
 
 def _in_processes(copy: TableCopy, chunks: list[Chunk], processes: int) -> list[tuple[int, list[str]]]:
-    """Each chunk copied by a ``python -m resolver.capture_copy`` child (its job on stdin as JSON, its rows
+    """Each chunk copied by a ``python -m resolver.capture.copy`` child (its job on stdin as JSON, its rows
     and files on stdout), at most ``processes`` at once. Children of their own, not a multiprocessing pool:
     nothing of this process (its connections, its threads, a caller's script) is copied or run again."""
     done: dict[int, tuple[int, list[str]]] = {}
@@ -99,7 +99,7 @@ def _in_processes(copy: TableCopy, chunks: list[Chunk], processes: int) -> list[
             while waiting and len(running) < processes:
                 chunk = waiting.pop(0)
                 child = subprocess.Popen(
-                    [sys.executable, "-m", "resolver.capture_copy"],
+                    [sys.executable, "-m", "resolver.capture.copy"],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,

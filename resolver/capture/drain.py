@@ -3,7 +3,7 @@
 A drain reads everything the slot holds up to the WAL position current when it begins
 (``pg_logical_slot_peek_changes`` through a server-side cursor, so a large backlog streams through without
 being held in memory), keeps the changes of the captured tables, writes them into landing files cut at
-transaction ends (``resolver.landing_files.LandingParts``), and only once every file is durable confirms
+transaction ends (``resolver.capture.parts.LandingParts``), and only once every file is durable confirms
 that position to the slot. A transaction with no captured change leaves no line (its position is confirmed
 all the same: WAL does not pile up behind quiet tables). A table whose snapshot was copied after the slot
 was made (a capture killed during its snapshot copies the tables it had not finished at a later point)
@@ -15,15 +15,15 @@ from __future__ import annotations
 import json
 import logging
 
-from resolver.capture_options import CaptureOptions, CaptureSummary
-from resolver.capture_source import connect
-from resolver.landing_files import LandingParts
-from resolver.landing_store import Landing, landing_at
+from resolver.capture.landing import Landing, landing_at
+from resolver.capture.options import CaptureOptions, CaptureSummary
+from resolver.capture.parts import LandingParts
+from resolver.capture.source import connect
 from resolver.lsn import parse_lsn
 
 __all__ = ["STREAM_OPTIONS", "CapturedLines", "drain", "starts_of"]
 
-log = logging.getLogger("resolver.capture")
+log = logging.getLogger("resolver.capture.snapshot")
 
 #: wal2json's options: the README's (format 2 with positions, ids, times, keys and types)
 STREAM_OPTIONS = {

@@ -1,6 +1,6 @@
 """What a capture is asked to do and what it did: ``CaptureOptions`` (the database, the landing folder, the
-slot, the tables) and ``CaptureSummary``, shared by the snapshot (``resolver.capture``), the drain
-(``resolver.capture_drain``) and the command (``resolver.capture_command``)."""
+slot, the tables) and ``CaptureSummary``, shared by the snapshot (``resolver.capture.snapshot``), the drain
+(``resolver.capture.drain``) and the command (``resolver.cli.capture_command``)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ class CaptureOptions:
     include: tuple[str, ...] = ("*",)
     exclude: tuple[str, ...] = ()
     file_bytes: int = 64 * 1024 * 1024  # a landing file is cut at the first transaction end past this size
-    copy_processes: int = 2  # worker processes copying a table of several chunks (resolver.capture_copy)
+    copy_processes: int = 2  # worker processes copying a table of several chunks (resolver.capture.copy)
 
     def included(self, table: str) -> bool:
         return any(fnmatch.fnmatchcase(table, p) for p in self.include) and not any(

@@ -1,12 +1,12 @@
 """A slot's changes cut into landing files (``LandingParts``), each closed at the end of a transaction once it
 holds enough bytes, or when its writer says so, and published whole into the landing place
-(``resolver.landing_store``). No Spark, no PostgreSQL."""
+(``resolver.capture.landing``). No Spark, no PostgreSQL."""
 
 from __future__ import annotations
 
 import time
 
-from resolver.landing_store import Landing, OpenPart
+from resolver.capture.landing import Landing, OpenPart
 
 __all__ = ["LandingParts"]
 

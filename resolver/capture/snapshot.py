@@ -3,7 +3,7 @@ its changes, with no gap and nothing twice (docs/capture.md).
 
 The first capture of a slot creates it with wal2json **exporting a snapshot**, and in that snapshot copies
 every included table into snapshot files: each row an insert at the slot's consistent point
-(``resolver.snapshot_records``), a table's one transaction cut between rows into files of about
+(``resolver.capture.records``), a table's one transaction cut between rows into files of about
 ``--file-mb`` (a reader stitches them back together, and reads each file in a task of its own). The slot
 streams every transaction that commits after that point, so the snapshot's rows and the slot's changes
 together are the database. Each capture then drains the slot up to
@@ -14,7 +14,7 @@ new slot; changes not yet confirmed are read again, and the ledger and bronze's 
 read twice harmless.
 
 The landing folder's ``_capture/<slot>.json`` records the snapshot (its LSN, tables and files). The landing
-folder may be local or in S3 (``resolver.landing_store``). This module needs psycopg 3 (the ``[capture]``
+folder may be local or in S3 (``resolver.capture.landing``). This module needs psycopg 3 (the ``[capture]``
 extra) and no Spark.
 """
 
@@ -28,10 +28,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from resolver.capture_copy import TableCopy, copy_table, in_snapshot
-from resolver.capture_drain import STREAM_OPTIONS, drain
-from resolver.capture_options import CaptureOptions, CaptureSummary
-from resolver.capture_source import (
+from resolver.capture.copy import TableCopy, copy_table, in_snapshot
+from resolver.capture.drain import STREAM_OPTIONS, drain
+from resolver.capture.landing import Landing, landing_at
+from resolver.capture.options import CaptureOptions, CaptureSummary
+from resolver.capture.records import SnapshotTable
+from resolver.capture.source import (
     check_source,
     connect,
     lock_tables,
@@ -40,10 +42,8 @@ from resolver.capture_source import (
     source_tables,
 )
 from resolver.errors import ConfigError
-from resolver.landing_store import Landing, landing_at
+from resolver.formats.names import SLOT_NAME, SLOT_NAME_EXPECTED
 from resolver.lsn import format_lsn, parse_lsn
-from resolver.names import SLOT_NAME, SLOT_NAME_EXPECTED
-from resolver.snapshot_records import SnapshotTable
 
 if TYPE_CHECKING:
     import psycopg
@@ -255,7 +255,7 @@ def _files(entry: dict[str, Any]) -> list[str]:
 @dataclass(frozen=True)
 class _Copy:
     """What a copy in an exported snapshot makes: the tables it takes (``include``), where each one's files
-    go (``prefix(consistent point, n)`` for the n-th table: ``resolver.capture_copy``), whether each begins
+    go (``prefix(consistent point, n)`` for the n-th table: ``resolver.capture.copy``), whether each begins
     with its table's truncate (a re-snapshot), and what it records once a table's files are durable
     (``done(table, point, rows, files)``)."""
 
@@ -267,7 +267,7 @@ class _Copy:
 
 def _copy_exported(options: CaptureOptions, landing: Landing, command: str, copying: _Copy) -> None:
     """Create a slot with ``command`` (exporting a snapshot) and copy the tables ``copying`` takes, in that
-    snapshot, each into files of ``landing`` (``resolver.capture_copy``)."""
+    snapshot, each into files of ``landing`` (``resolver.capture.copy``)."""
     import psycopg
 
     try:

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from resolver.capture.records import SnapshotColumn, SnapshotTable
 from resolver.errors import ConfigError
-from resolver.snapshot_records import SnapshotColumn, SnapshotTable
 
 if TYPE_CHECKING:
     import psycopg

@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from resolver.capture_source import check_source, connect
+from resolver.capture.landing import landing_at
+from resolver.capture.source import check_source, connect
 from resolver.errors import ConfigError
-from resolver.landing_store import landing_at
 
 __all__ = ["CaptureStatus", "capture_status"]
 

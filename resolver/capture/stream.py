@@ -6,7 +6,7 @@ has no replication protocol, and ``pg_recvlogical`` would need PostgreSQL's clie
 machine and cuts its output file anywhere, not at a transaction's end. The server sends each transaction
 when it commits; a landing file is closed at the first transaction end once it holds ``file_bytes`` or has
 been open ``file_seconds`` (so a change waits at most about that long before a run can read it). Only once
-a file is durable (``resolver.landing_store``) is the end of its last transaction confirmed to the slot
+a file is durable (``resolver.capture.landing``) is the end of its last transaction confirmed to the slot
 (the standby status's flush position); between files, when no captured change is waiting, the end of the
 last transaction read is confirmed, so a slot whose tables are quiet moves on with the database. A capture
 stopped (SIGINT, SIGTERM) closes its file at a transaction end, confirms it and ends; one killed loses only
@@ -21,17 +21,17 @@ import threading
 import time
 from typing import Any
 
-from resolver.capture_drain import STREAM_OPTIONS, CapturedLines
-from resolver.capture_options import CaptureOptions, CaptureSummary
-from resolver.capture_source import SESSION_SETTINGS, replication_refused
+from resolver.capture.drain import STREAM_OPTIONS, CapturedLines
+from resolver.capture.landing import landing_at
+from resolver.capture.options import CaptureOptions, CaptureSummary
+from resolver.capture.parts import LandingParts
+from resolver.capture.source import SESSION_SETTINGS, replication_refused
 from resolver.errors import ConfigError
-from resolver.landing_files import LandingParts
-from resolver.landing_store import landing_at
 from resolver.lsn import format_lsn
 
 __all__ = ["stream_changes"]
 
-log = logging.getLogger("resolver.capture")
+log = logging.getLogger("resolver.capture.snapshot")
 
 #: how often, at most, the loop looks at the clock and the stop flag while the server sends nothing
 _TICK_SECONDS = 0.5
@@ -42,7 +42,7 @@ _STATUS_SECONDS = 10
 def stream_changes(options: CaptureOptions, file_seconds: float, stop: threading.Event) -> CaptureSummary:
     """Land the slot's changes as they commit until ``stop`` is set: a file at the first transaction end
     past ``options.file_bytes`` or ``file_seconds``, each confirmed once durable. The slot must exist and
-    its snapshot be taken (``resolver.capture.capture_once`` first). Returns what was landed."""
+    its snapshot be taken (``resolver.capture.snapshot.capture_once`` first). Returns what was landed."""
     summary = CaptureSummary(options.slot)
     parts = LandingParts(landing_at(options.landing), options.slot, options.file_bytes)
     lines = CapturedLines(options, parts)

@@ -1,4 +1,4 @@
-"""``resolver capture``: the command line of ``resolver.capture`` (docs/capture.md). No Spark."""
+"""``resolver capture``: the command line of ``resolver.capture.snapshot`` (docs/capture.md). No Spark."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from resolver.capture_options import CaptureOptions
+    from resolver.capture.options import CaptureOptions
 
 __all__ = ["add_capture", "capture"]
 
@@ -104,9 +104,9 @@ def _options(args: argparse.Namespace) -> tuple[CaptureOptions, float]:
     source folder and its include/exclude (the flags override its dsn, slot, folder and interval)."""
     from dataclasses import replace
 
-    from resolver.capture_options import CaptureOptions
+    from resolver.capture.landing import check_location
+    from resolver.capture.options import CaptureOptions
     from resolver.errors import ConfigError
-    from resolver.landing_store import check_location
 
     interval = args.interval
     if args.pipeline is None:
@@ -120,7 +120,7 @@ def _options(args: argparse.Namespace) -> tuple[CaptureOptions, float]:
         options = CaptureOptions(args.dsn, args.landing, args.slot, *tables, _bytes(args.file_mb, 64.0))
         processes = args.copy_processes
     else:
-        from resolver.pipeline import load_pipeline
+        from resolver.config.pipeline import load_pipeline
 
         pipeline = load_pipeline(args.pipeline)
         where = args.pipeline
@@ -168,11 +168,11 @@ def _bytes(megabytes: float | None, default: float) -> int:
 
 
 def capture(args: argparse.Namespace) -> int:
-    from resolver.capture import capture_once
+    from resolver.capture.snapshot import capture_once
 
     options, interval = _options(args)
     if args.status:
-        from resolver.capture_status import capture_status
+        from resolver.capture.status import capture_status
 
         print("\n".join(capture_status(options.dsn, options.landing, options.slot).lines()), flush=True)
         return 0
@@ -182,7 +182,7 @@ def capture(args: argparse.Namespace) -> int:
         stream=sys.stderr,
     )
     if args.resnapshot:
-        from resolver.capture import resnapshot
+        from resolver.capture.snapshot import resnapshot
 
         print("\n".join(resnapshot(options, args.resnapshot).lines()), flush=True)
         return 0
@@ -194,7 +194,7 @@ def capture(args: argparse.Namespace) -> int:
     print("\n".join(summary.lines()), flush=True)
     if args.once or stop.is_set():
         return 0
-    from resolver.capture_stream import stream_changes
+    from resolver.capture.stream import stream_changes
 
     print("\n".join(stream_changes(options, interval, stop).lines()), flush=True)
     return 0

@@ -1,5 +1,5 @@
 """The ``resolver as-of``, ``resolver optimize`` and ``resolver vacuum`` commands: thin layers over
-``resolver.timetravel`` and ``resolver.maintenance``.
+``resolver.ops.timetravel`` and ``resolver.ops.maintenance``.
 
 ``register`` adds them to the ``resolver`` program's subcommands and returns their handlers. Each handler
 checks its arguments (raising ``ConfigError``, one line: exit status 2) before it starts Spark, prints a
@@ -16,11 +16,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from resolver import sql
+from resolver.cli.printing import csv_ready, render, text_rows
+from resolver.cli.spark_options import add_spark_arguments, session
 from resolver.errors import ConfigError
 from resolver.paths import is_uri
-from resolver.printing import csv_ready, render, text_rows
-from resolver.spark_options import add_spark_arguments, session
+from resolver.spark import sql
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -153,7 +153,7 @@ def _wait(parser: argparse.ArgumentParser) -> None:
 
 
 def _as_of(args: argparse.Namespace) -> int:
-    from resolver.timetravel import as_of, history_table, point
+    from resolver.ops.timetravel import as_of, history_table, point
 
     at = point(time=args.time, lsn=args.lsn)  # every check first, before Spark starts
     path = history_table(args.lake, args.table)
@@ -193,7 +193,7 @@ def _key(spark: SparkSession, path: str, columns: Sequence[str]) -> list[str]:
 
     from delta.tables import DeltaTable
 
-    from resolver.lake import KEY_PROPERTY
+    from resolver.lake.folders import KEY_PROPERTY
 
     detail = DeltaTable.forPath(spark, path).detail().select("properties").first()
     key = json.loads((detail["properties"] if detail else {}).get(KEY_PROPERTY, "[]"))
@@ -203,10 +203,10 @@ def _key(spark: SparkSession, path: str, columns: Sequence[str]) -> list[str]:
 def _lake_and_tables(args: argparse.Namespace) -> tuple[SparkSession, list[str]]:
     """The session and the lake's tables the command works on: a local lake's are listed before Spark starts
     (a wrong name fails fast), a URI lake's through Spark's file systems once it runs."""
-    from resolver.lake_tables import select_tables
+    from resolver.lake.lake_tables import select_tables
 
     if is_uri(args.lake):
-        from resolver.hadoop_files import HadoopFiles
+        from resolver.files.hadoop_files import HadoopFiles
 
         spark = session(args)
         return spark, select_tables(args.lake, args.tables, HadoopFiles(spark))
@@ -215,8 +215,8 @@ def _lake_and_tables(args: argparse.Namespace) -> tuple[SparkSession, list[str]]
 
 
 def _optimize(args: argparse.Namespace) -> int:
-    from resolver.lock import Taker, lake_lock
-    from resolver.maintenance import optimize
+    from resolver.lake.lock import Taker, lake_lock
+    from resolver.ops.maintenance import optimize
 
     started = time.monotonic()
     spark, tables = _lake_and_tables(args)
@@ -247,8 +247,8 @@ def _optimize(args: argparse.Namespace) -> int:
 def _vacuum(args: argparse.Namespace) -> int:
     from contextlib import nullcontext
 
-    from resolver.lock import Taker, lake_lock
-    from resolver.maintenance import check_retention, vacuum
+    from resolver.lake.lock import Taker, lake_lock
+    from resolver.ops.maintenance import check_retention, vacuum
 
     check_retention(args.retain_hours, args.force)  # before Spark starts
     started = time.monotonic()

@@ -19,9 +19,9 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
+from resolver.cli.spark_options import add_spark_arguments, session
 from resolver.errors import ResolverError
 from resolver.models import Format
-from resolver.spark_options import add_spark_arguments, session
 
 __all__ = ["main"]
 
@@ -33,9 +33,9 @@ Handler = Callable[[argparse.Namespace], int]
 
 def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     """The program's parser and each command's handler."""
-    from resolver.capture_command import add_capture, capture
-    from resolver.commands import register
-    from resolver.run_command import add_run, run
+    from resolver.cli.capture_command import add_capture, capture
+    from resolver.cli.commands import register
+    from resolver.cli.run_command import add_run, run
 
     parser = argparse.ArgumentParser(
         prog="resolver",
@@ -126,7 +126,7 @@ def _add_schemas(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _policy_arguments(parser: argparse.ArgumentParser) -> None:
-    from resolver.policy import Policy
+    from resolver.config.policy import Policy
 
     values = [p.value for p in Policy]
     parser.add_argument(
@@ -151,13 +151,13 @@ def _policy_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from resolver.lock import LakeBusy
+    from resolver.lake.lock import LakeBusy
 
     parser, handlers = _parser()
     args = parser.parse_args(argv)
     try:
         if args.command not in ("schemas", "capture") or getattr(args, "lake", None):  # these run Spark
-            from resolver.runtime import check_local_spark
+            from resolver.spark.runtime import check_local_spark
 
             check_local_spark()
         return handlers[args.command](args)
@@ -179,9 +179,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from resolver.batch import ingest
-    from resolver.batch_options import BatchOptions
-    from resolver.input_files import list_files, resolve_format
+    from resolver.batch.ingest import ingest
+    from resolver.config.batch_options import BatchOptions
+    from resolver.files.input_files import list_files, resolve_format
     from resolver.paths import is_uri
 
     remote = any(is_uri(f) for f in args.files)  # listed through Spark's file systems, once it runs
@@ -190,26 +190,26 @@ def _ingest(args: argparse.Namespace) -> int:
         fmt = resolve_format(files, args.format)
     schemas = None
     if args.schemas is not None:
-        from resolver.tableschema import load_schemas
+        from resolver.config.tableschema import load_schemas
 
         schemas = load_schemas(args.schemas)
         print(f"resolver: {len(schemas)} table schema file(s) valid in {args.schemas}", file=sys.stderr)
     started = time.monotonic()
     spark = session(args)
     if remote:
-        from resolver.hadoop_files import input_of
+        from resolver.files.hadoop_files import input_of
 
         _, files, fmt = input_of(spark, args.files, args.format)
     how = "" if args.format else " (detected)"
     print(f"resolver: ingesting {len(files)} file(s) as {fmt.value}{how} into {args.lake}", file=sys.stderr)
-    from resolver.policy import Policies
+    from resolver.config.policy import Policies
 
     policies = Policies(
         unknown_table=args.unknown_tables,
         unknown_columns=args.unknown_columns,
         unsafe_type_change=args.unsafe_type_changes,
     )
-    from resolver.lock import Taker, lake_lock
+    from resolver.lake.lock import Taker, lake_lock
 
     with lake_lock(args.lake, Taker.of_session(f"ingest-{os.getpid()}", spark)):
         summary = ingest(spark, files, args.lake, fmt, schemas, BatchOptions(policies=policies))
@@ -227,7 +227,7 @@ def _ingest(args: argparse.Namespace) -> int:
 
 
 def _schemas(args: argparse.Namespace) -> int:
-    from resolver import registry
+    from resolver.config import registry
 
     if args.action == "infer":
         found = registry.infer_schemas(args.files, args.format)
@@ -243,12 +243,12 @@ def _schemas(args: argparse.Namespace) -> int:
 
 def _lake_columns(lake: str) -> dict[str, list[str]]:
     """Each silver table's source columns (its technical ones left out)."""
-    from resolver.lake import HISTORY, inside, silver_tables
+    from resolver.lake.folders import HISTORY, inside, silver_tables
 
     tables = {name: table for name, table in silver_tables(lake).items() if not name.endswith(HISTORY)}
     if not tables:
         return {}
-    from resolver.session import local_session
+    from resolver.spark.session import local_session
 
     spark = local_session()
     out = {}

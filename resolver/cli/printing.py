@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from resolver import sql
+from resolver.spark import sql
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

@@ -1,5 +1,6 @@
-"""``resolver run PIPELINE.yaml``: the command line of scheduled runs (``resolver.run``) and of the
-streaming mode (``--stream``, ``resolver.stream``). Exit statuses as every command's (``resolver.cli``)."""
+"""``resolver run PIPELINE.yaml``: the command line of scheduled runs (``resolver.pipelines.run``) and of the
+streaming mode (``--stream``, ``resolver.pipelines.stream``). Exit statuses as every command's
+(``resolver.cli.main``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import argparse
 import logging
 import sys
 
-from resolver.spark_options import add_spark_arguments, session
+from resolver.cli.spark_options import add_spark_arguments, session
 
 __all__ = ["add_run", "run"]
 
@@ -61,8 +62,8 @@ def add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
 
 def run(args: argparse.Namespace) -> int:
+    from resolver.config.pipeline import load_pipeline
     from resolver.errors import ConfigError
-    from resolver.pipeline import load_pipeline
 
     if args.once and not args.stream:
         raise ConfigError("found --once without --stream (expected --stream --once, or neither)")
@@ -74,21 +75,21 @@ def run(args: argparse.Namespace) -> int:
     logging.getLogger("py4j").setLevel(logging.WARNING)
     pipeline = load_pipeline(args.pipeline)  # fail fast, before starting Spark
     if pipeline.schemas:
-        from resolver.tableschema import load_schemas
+        from resolver.config.tableschema import load_schemas
 
         load_schemas(pipeline.schemas)
     kafka = pipeline.source.kafka is not None
     if kafka:
-        from resolver.kafka_config import local_kafka_package
+        from resolver.config.kafka_config import local_kafka_package
 
         spark = session(args, extra_packages=[local_kafka_package()])
     else:
         spark = session(args)
     if args.stream or kafka:
-        from resolver.stream import run_stream
+        from resolver.pipelines.stream import run_stream
 
         if not args.stream:
-            logging.getLogger("resolver.run").info(
+            logging.getLogger("resolver.pipelines.run").info(
                 "a Kafka source: what its topics hold now (--stream --once)"
             )
         wait = STREAM_WAIT_SECONDS if args.wait is None else args.wait
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
             spark, args.pipeline, once=once, wait_seconds=wait, owner_wait_seconds=args.wait or 0.0
         )
     else:
-        from resolver.run import run_pipeline
+        from resolver.pipelines.run import run_pipeline
 
         summary = run_pipeline(spark, args.pipeline, wait_seconds=args.wait or 0.0)
     if args.json:

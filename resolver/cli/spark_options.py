@@ -50,7 +50,7 @@ def settings(args: argparse.Namespace) -> dict[str, str]:
 
 def session(args: argparse.Namespace, extra_packages: Sequence[str] = ()) -> SparkSession:
     """The local session the command's options ask for, with ``extra_packages`` (Maven coordinates)."""
-    from resolver.session import local_session
+    from resolver.spark.session import local_session
 
     packages = [p.strip() for p in getattr(args, "packages", "").split(",") if p.strip()]
     given = {p.rsplit(":", 1)[0] for p in packages}  # a package given with another version is the user's

@@ -1,16 +1,16 @@
 """How one batch is taken in: the options of ``ingest``, ``apply_changes`` and ``plan_changes`` in one object
 (``BatchOptions``), with the read window of a batch cut from a stream that goes on
-(``resolver.stitch_plan.ReadWindow``)."""
+(``resolver.formats.stitch_plan.ReadWindow``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from resolver.config.pipeline import TableSettings
+from resolver.config.policy import Policies
+from resolver.formats.stitch_plan import CLOSED, ReadWindow
 from resolver.models import TableSummary
-from resolver.pipeline import TableSettings
-from resolver.policy import Policies
-from resolver.stitch_plan import CLOSED, ReadWindow
 
 __all__ = ["BatchOptions", "ReadWindow", "batch_options"]
 
@@ -20,8 +20,8 @@ class BatchOptions:
     """The options of one batch (all optional):
 
     - ``policies``: what happens to unknown tables and columns and unsafe type changes
-      (``resolver.policy``; a quarantined event is counted under ``quarantined``, not ``accepted``);
-    - ``settings``: each table's ``resolver.pipeline.TableSettings`` (outputs, key override, tracked
+      (``resolver.config.policy``; a quarantined event is counted under ``quarantined``, not ``accepted``);
+    - ``settings``: each table's ``resolver.config.pipeline.TableSettings`` (outputs, key override, tracked
       columns, clustering);
     - ``include``: tables it says no to get no silver tables (their events still go to bronze);
     - ``isolate``: a table that fails (in planning or while applying) does not stop the others: its summary

@@ -1,5 +1,6 @@
 """A pipeline's Kafka source: which cluster and topics ``resolver run`` reads (``source.kafka`` in a pipeline
-file, docs/kafka.md). This module does not import Spark; ``resolver.kafka_landing`` reads the topics.
+file, docs/kafka.md). This module does not import Spark; ``resolver.pipelines.kafka_landing`` reads the
+topics.
 
 ```yaml
 source:

@@ -41,14 +41,14 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from resolver.config.kafka_config import KafkaSource
+from resolver.config.policy import Policies
+from resolver.config.yamlconfig import parse_yaml
 from resolver.errors import ConfigError
-from resolver.input_files import local_listing
-from resolver.kafka_config import KafkaSource
+from resolver.files.input_files import local_listing
+from resolver.formats.names import SLOT_NAME, SLOT_NAME_EXPECTED
 from resolver.models import Format, ResolverModel
-from resolver.names import SLOT_NAME, SLOT_NAME_EXPECTED
 from resolver.paths import is_uri, join_inside
-from resolver.policy import Policies
-from resolver.yamlconfig import parse_yaml
 
 __all__ = [
     "CaptureSettings",
@@ -112,7 +112,7 @@ class TableSettings(ResolverModel):
 
 class Source(ResolverModel):
     """Where the change records land: files in a folder, or Kafka topics that the resolver lands there
-    itself (``kafka``, ``resolver.kafka_config``)."""
+    itself (``kafka``, ``resolver.config.kafka_config``)."""
 
     path: str | None = Field(
         default=None,
@@ -230,7 +230,7 @@ class Pipeline(ResolverModel):
 
     def source_files(self) -> list[str]:
         """The source's local files, in name order (hidden files and names starting with '_' left out;
-        ``resolver.run`` lists a source named by a URI through Spark's file systems)."""
+        ``resolver.pipelines.run`` lists a source named by a URI through Spark's file systems)."""
         found = local_listing(self.source.path)
         if found is None:
             raise ConfigError(

@@ -7,7 +7,7 @@ Three situations, one enum of answers:
 * an **unknown column**: a column a table's schema file does not list, by name or ``renamed_from``
   (``unknown_columns``, per table or for the run; a file without a ``columns`` list accepts every column);
 * an **unsafe type change**: a column type the lake cannot widen its column to (``unsafe_type_change``,
-  per table or for the run; ``resolver.evolution``).
+  per table or for the run; ``resolver.plan.evolution``).
 
 Each decision depends only on the event and the schema files, never on what was delivered before, so the
 lake stays a function of the set of events delivered (the one exception is documented at

@@ -1,7 +1,8 @@
 """The schema registry: ``resolver schemas infer`` and ``resolver schemas check`` (docs/schema-evolution.md).
 
 ``infer`` reads wal2json files (of the format given, or the one their heads show) with the pure-Python
-reader (no Spark) and writes one ``<folder>.yaml`` per table (its folder name in the lake, ``resolver.lake``:
+reader (no Spark) and writes one ``<folder>.yaml`` per table (its folder name in the lake,
+``resolver.lake.folders``:
 ``public.orders.yaml``): every column in the order it first appeared, its PostgreSQL type and the Spark type
 the lake gives it, and the primary key the stream reports (or its replica identity). The files are meant
 to be read, edited and kept in version control; ``--schemas DIR`` then makes them the contract. ``check``
@@ -18,20 +19,20 @@ from typing import Any
 
 import yaml
 
+from resolver.config.tableschema import ColumnSpec, TableSchema, load_schemas
 from resolver.errors import ConfigError
-from resolver.input_files import list_files, resolve_format
-from resolver.lake import folder as table_folder
+from resolver.files.input_files import list_files, resolve_format
+from resolver.formats.wal2json import Event, read_lines
+from resolver.lake.folders import folder as table_folder
 from resolver.models import Format
 from resolver.pgtypes import spark_type
-from resolver.tableschema import ColumnSpec, TableSchema, load_schemas
-from resolver.wal2json import Event, read_lines
 
 __all__ = ["check_schemas", "infer_schemas", "write_schemas"]
 
 
 def infer_schemas(paths: Sequence[str], fmt: Format | str | None = None) -> dict[str, TableSchema]:
     """One schema per table seen in the files (read as ``fmt``, or without it as the format their heads
-    show: ``resolver.input_files.resolve_format``). A column's type is the last one the stream sent (the
+    show: ``resolver.files.input_files.resolve_format``). A column's type is the last one the stream sent (the
     current one); its primary key is the stream's, else the replica identity of its updates and deletes."""
     files = list_files(paths)
     fmt = resolve_format(files, fmt)

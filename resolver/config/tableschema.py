@@ -7,11 +7,11 @@ columns:                   # optional; only the columns you want to pin or annot
   - name: mail
     type: string           # a Spark SQL type; optional
     renamed_from: [email]  # earlier names of this column
-unknown_columns: quarantine  # optional: evolve | fail | quarantine (resolver.policy.Policy)
+unknown_columns: quarantine  # optional: evolve | fail | quarantine (resolver.config.policy.Policy)
 unsafe_type_change: fail     # optional: fail | quarantine
 ```
 
-The two policies default to the run's (``resolver.policy.Policies``).
+The two policies default to the run's (``resolver.config.policy.Policies``).
 
 Every problem is a ``ConfigError`` naming the file, the path inside it, what was found and what was
 expected, with a "did you mean" for misspelt keys. This module does not import Spark.
@@ -26,12 +26,12 @@ from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
 
+from resolver.config.policy import Policy, check_unsafe_type_policy
+from resolver.config.yamlconfig import parse_yaml
 from resolver.errors import ConfigError
-from resolver.lake import folder as table_folder
+from resolver.formats.names import qualified, split_schema_qualified
+from resolver.lake.folders import folder as table_folder
 from resolver.models import ResolverModel
-from resolver.names import qualified, split_schema_qualified
-from resolver.policy import Policy, check_unsafe_type_policy
-from resolver.yamlconfig import parse_yaml
 
 __all__ = ["ColumnSpec", "TableSchema", "load_schemas", "parse_schema"]
 

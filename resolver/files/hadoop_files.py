@@ -1,7 +1,8 @@
 """Input files and lake folders through Spark's Hadoop file systems (``s3a://``, ``abfss://``, ``gs://``,
 ``hdfs://``, ``dbfs:/``, ``file:/``), with the configuration and credentials the user gave the SparkSession:
-listing and file heads on the driver (``HadoopFiles``, a ``resolver.input_files.FileSystem`` and a
-``resolver.lake.Folders``), and ``files_for`` and ``lake_folders``, which say which file system a batch's
+listing and file heads on the driver (``HadoopFiles``, a ``resolver.files.input_files.FileSystem`` and a
+``resolver.lake.folders.Folders``), and ``files_for`` and ``lake_folders``, which say which file system a
+batch's
 paths and a lake are reached through.
 
 A plain path is read by the executors as a local path when Spark's default file system is the local one
@@ -17,11 +18,11 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from resolver.errors import ConfigError
-from resolver.input_files import LOCAL, FileSystem, head_of, list_files, local_listing, resolve_format
-from resolver.lake import LOCAL_FOLDERS, Folders
+from resolver.files.input_files import LOCAL, FileSystem, head_of, list_files, local_listing, resolve_format
+from resolver.formats.wal2json_detect import HEAD_LIMIT, FileHead
+from resolver.lake.folders import LOCAL_FOLDERS, Folders
 from resolver.models import Format
 from resolver.paths import is_uri
-from resolver.wal2json_detect import HEAD_LIMIT, FileHead
 
 __all__ = ["HadoopFiles", "files_for", "input_of", "lake_folders", "source_listing"]
 
@@ -85,7 +86,7 @@ class HadoopFiles:
         return head_of(data)
 
     def children(self, path: str) -> tuple[list[str], list[str]] | None:
-        """The names of the sub-folders and of the files of a folder (a ``resolver.lake.Folders``)."""
+        """The names of the sub-folders and of the files of a folder (a ``resolver.lake.folders.Folders``)."""
         fs, p = self._fs(path)
         if not fs.exists(p) or not fs.getFileStatus(p).isDirectory():
             return None
@@ -120,7 +121,7 @@ def input_of(
     spark: SparkSession, paths: Sequence[str], fmt: Format | str | None
 ) -> tuple[FileSystem, list[str], Format]:
     """The file system the paths are read through, the files they name and their format
-    (``resolver.input_files.list_files`` and ``resolve_format`` on that file system)."""
+    (``resolver.files.input_files.list_files`` and ``resolve_format`` on that file system)."""
     fs = files_for(spark, paths)
     files = list_files(paths, fs)
     return fs, files, resolve_format(files, fmt, fs)

@@ -6,7 +6,7 @@ recognisable record) and refuses, with one line naming the file, a file of neith
 mixes the two, or a file that is not the format given.
 
 Where the files are is a ``FileSystem``: ``LOCAL`` (this machine's files, for plain paths) here, and
-Spark's Hadoop file systems for URIs (``resolver.hadoop_files``, which needs a SparkSession);
+Spark's Hadoop file systems for URIs (``resolver.files.hadoop_files``, which needs a SparkSession);
 ``resolver.paths.is_uri`` tells which a path asks for.
 """
 
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from resolver.errors import ConfigError
+from resolver.formats.wal2json_detect import HEAD_LIMIT, FileHead, stream_head
 from resolver.models import Format
-from resolver.wal2json_detect import HEAD_LIMIT, FileHead, stream_head
 
 __all__ = ["LOCAL", "FileSystem", "LocalFiles", "head_of", "list_files", "local_listing", "resolve_format"]
 
@@ -34,7 +34,7 @@ class FileSystem(Protocol):
         ...
 
     def head(self, path: str) -> FileHead:
-        """What the head of the file shows (``resolver.wal2json.file_head``)."""
+        """What the head of the file shows (``resolver.formats.wal2json.file_head``)."""
         ...
 
 
@@ -101,7 +101,8 @@ _SHAPES = {
 def resolve_format(files: Sequence[str], fmt: Format | str | None = None, fs: FileSystem = LOCAL) -> Format:
     """The format to read ``files`` as: ``fmt`` when given, else the one their first records show.
 
-    Each file's head is read up to its first recognisable record (``resolver.wal2json.file_head``); a file
+    Each file's head is read up to its first recognisable record (``resolver.formats.wal2json.file_head``); a
+    file
     without a non-blank line shows nothing and conflicts with nothing. ``ConfigError``, one line naming the
     file: without ``fmt``, a file whose head is none of the formats, or files of several; with ``fmt``, a
     file of another format (one that is none is read as ``fmt``, its records quarantined). When no

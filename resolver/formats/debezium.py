@@ -18,13 +18,14 @@ What each change becomes (``resolver.models.ChangeEvent``):
   ``before`` that are not NULL (REPLICA IDENTITY DEFAULT sends only the key there; the table's schema file
   should then name its ``primary_key``), and an update's ``before`` when there is one (REPLICA IDENTITY FULL).
 * Values become the text PostgreSQL prints and, from the envelope's schema, a PostgreSQL type
-  (``resolver.debezium_values``). The placeholder of an unchanged TOASTed value (``placeholder``, Debezium's
+  (``resolver.formats.debezium_values``). The placeholder of an unchanged TOASTed value (``placeholder``,
+  Debezium's
   ``unavailable.value.placeholder``) makes its column *absent*: the previous value carries on.
 * A key change: Debezium sends the delete of the old key (then a tombstone) and the create of the new one,
   both from the same WAL record, so with the same ``source.lsn`` and ``txId``. They become one update from
   the old key to the new one, so unchanged TOASTed values and the row's history follow it: from the create
   alone when its ``__debezium.oldkey`` header names the old key (the delete, marked ``__debezium.newkey``,
-  is then left out; ``resolver.debezium_record``), else when the create follows the delete in the file
+  is then left out; ``resolver.formats.debezium_record``), else when the create follows the delete in the file
   (one topic partition delivers them in that order).
 
 Order (``../shared/reference/wal2json_spec.md`` section 7 for wal2json's): pgoutput hands Debezium whole
@@ -47,12 +48,12 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from resolver.debezium_record import NEW_KEY, OLD_KEY, codecs, header_key, is_whole_record, key_names
-from resolver.debezium_values import DEFAULT_PLACEHOLDER, ColumnCodec, is_placeholder, plain_text
+from resolver.formats.debezium_record import NEW_KEY, OLD_KEY, codecs, header_key, is_whole_record, key_names
+from resolver.formats.debezium_values import DEFAULT_PLACEHOLDER, ColumnCodec, is_placeholder, plain_text
+from resolver.formats.names import qualified
+from resolver.formats.wal2json_items import Count, Event, Quarantined, base_row, not_utf8
+from resolver.formats.wal2json_record import BadRecord, check_record, decode_json, unexpected_failure
 from resolver.models import Format
-from resolver.names import qualified
-from resolver.wal2json_items import Count, Event, Quarantined, base_row, not_utf8
-from resolver.wal2json_record import BadRecord, check_record, decode_json, unexpected_failure
 
 __all__ = ["read_debezium"]
 
@@ -63,7 +64,8 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 class _Change:
     """One change record read: its line, text, payload, the codecs of its columns, the key's names, and
-    what its key-change headers say (``resolver.debezium_record``): the old key a create moved from, and
+    what its key-change headers say (``resolver.formats.debezium_record``): the old key a create moved from,
+    and
     whether a delete is the first half of a key change."""
 
     __slots__ = ("codecs", "key", "line", "moved_from", "moving", "payload", "raw")
@@ -92,7 +94,7 @@ def read_debezium(
     source_file: str,
     placeholder: str = DEFAULT_PLACEHOLDER,
 ) -> Iterator[Event | Quarantined | Count]:
-    """Read one file's numbered lines (``resolver.wal2json._decode``) as Debezium records."""
+    """Read one file's numbered lines (``resolver.formats.wal2json._decode``) as Debezium records."""
     held: _Change | None = None  # a delete that may be the first half of a key change
     for n, text, raw_bytes in numbered:
         if raw_bytes is not None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from resolver.debezium_values import ColumnCodec, codec_of
+from resolver.formats.debezium_values import ColumnCodec, codec_of
 
 __all__ = ["NEW_KEY", "OLD_KEY", "codecs", "header_key", "is_whole_record", "key_names"]
 

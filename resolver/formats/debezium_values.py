@@ -122,7 +122,7 @@ def plain_text(v: Any) -> str | None:
         return _array(v, None)
     if isinstance(v, dict):
         return json.dumps(v, separators=(",", ":"))
-    text = getattr(v, "text", None)  # the exact digits the decoder kept (resolver.wal2json_record)
+    text = getattr(v, "text", None)  # the exact digits the decoder kept (resolver.formats.wal2json_record)
     return text if text is not None else str(v)
 
 

@@ -3,7 +3,8 @@ needs it (``public.orders``, ``public."Mixed Case"``, ``"a.b".c`` and ``a."b.c"`
 
 Names come from the source database and are data: any PostgreSQL identifier (slashes, ``..``, quotes,
 backticks, dots, spaces, unicode) is a valid table or schema name. This module turns a (schema, table) pair
-into its one qualified text form and back; ``resolver.lake`` turns it into a folder of the lake. No Spark.
+into its one qualified text form and back; ``resolver.lake.folders`` turns it into a folder of the lake. No
+Spark.
 
 Quoting follows PostgreSQL's ``quote_ident``: a part is written bare when it is a lower-case ASCII letter
 or ``_`` followed by lower-case letters, digits and ``_``; otherwise it is double-quoted with ``"``

@@ -1,4 +1,5 @@
-"""Which fragments of a batch make one transaction (``plan_stitching``): the decision ``resolver.stitch``
+"""Which fragments of a batch make one transaction (``plan_stitching``): the decision
+``resolver.batch.stitch``
 carries out in Spark, made from one row per file and role. Pure Python, no Spark.
 
 A tail (B … end of file k), the middles of the files after it (no B or C) and a head (start of file m … C)
@@ -36,7 +37,7 @@ class ReadWindow:
     batch with its neighbouring files): with ``open_end`` a transaction begun in the last file and not
     committed there is left for the next batch instead of being quarantined; with ``open_start`` the first
     file was the previous batch's last, so the head of a transaction that batch completed is not
-    quarantined either (``resolver.read.read_wal2json``, ``plan_stitching``)."""
+    quarantined either (``resolver.batch.read.read_wal2json``, ``plan_stitching``)."""
 
     open_start: bool = False
     open_end: bool = False

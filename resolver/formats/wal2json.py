@@ -2,7 +2,8 @@
 
 One call reads one file as a stream of lines and yields, in file order, what each record became:
 an ``Event`` (a ChangeEvent as a dict), a ``Quarantined`` record (raw text + reason), a ``Fragment`` line
-(part of a format-2 transaction that starts or ends in another file of the batch, see ``resolver.stitch``),
+(part of a format-2 transaction that starts or ends in another file of the batch, see
+``resolver.batch.stitch``),
 or a ``Count`` (transactions read, messages skipped). It never raises on bad input (a line nested deeper than
 ``MAX_JSON_DEPTH`` is quarantined before it is decoded; any other failure on one record quarantines that
 record with rule ``reader-error``) and never holds more than one transaction in memory. Every record is
@@ -17,16 +18,18 @@ and v2 events read without B/C framing, never overlap and cover every non-blank 
 transaction's range, each line other than its B and C is exactly one event, quarantined change or message.
 
 ``detect_format`` tells the two formats apart from the first recognisable record of a file's head
-(``file_head`` reads it), for ``resolver.input_files.resolve_format``.
+(``file_head`` reads it), for ``resolver.files.input_files.resolve_format``.
 
 Ordering (``../shared/reference/wal2json_spec.md`` section 7): a transaction's commit position is the end
 of its commit record: v1 ``nextlsn``, v2 ``nextlsn`` of B and C (the same value in both formats, so the
 two formats give the same events in the same order). ``position`` counts the transaction's changes
 (insert/update/delete/truncate; messages are not changes). A change's own v2 ``lsn`` is kept as data only.
 
-The reader is split by concern: ``resolver.wal2json_record`` decodes and validates one record,
-``resolver.wal2json_v1`` and ``resolver.wal2json_v2`` read each format, ``resolver.wal2json_items`` holds
-what they yield, ``resolver.wal2json_detect`` tells the formats apart, ``resolver.lsn`` converts LSNs. This
+The reader is split by concern: ``resolver.formats.wal2json_record`` decodes and validates one record,
+``resolver.formats.wal2json_v1`` and ``resolver.formats.wal2json_v2`` read each format,
+``resolver.formats.wal2json_items`` holds
+what they yield, ``resolver.formats.wal2json_detect`` tells the formats apart, ``resolver.lsn`` converts
+LSNs. This
 module is the entry point and names the public API.
 """
 
@@ -34,14 +37,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from resolver.debezium import read_debezium
+from resolver.formats.debezium import read_debezium
+from resolver.formats.wal2json_detect import DETECT_LINES, FileHead, detect_format, file_head
+from resolver.formats.wal2json_items import Count, Event, Fragment, Quarantined
+from resolver.formats.wal2json_record import MAX_JSON_DEPTH, validator
+from resolver.formats.wal2json_v1 import read_v1
+from resolver.formats.wal2json_v2 import read_v2
 from resolver.lsn import format_lsn, parse_lsn
 from resolver.models import Format
-from resolver.wal2json_detect import DETECT_LINES, FileHead, detect_format, file_head
-from resolver.wal2json_items import Count, Event, Fragment, Quarantined
-from resolver.wal2json_record import MAX_JSON_DEPTH, validator
-from resolver.wal2json_v1 import read_v1
-from resolver.wal2json_v2 import read_v2
 
 __all__ = [
     "DETECT_LINES",
@@ -64,7 +67,7 @@ def read_lines(
     lines: Iterable[bytes], source_file: str, fmt: Format
 ) -> Iterator[Event | Quarantined | Fragment | Count]:
     """Read one file's lines (bytes, with or without line ends) as one stream of ``fmt`` (wal2json, or
-    Debezium through ``resolver.debezium``)."""
+    Debezium through ``resolver.formats.debezium``)."""
     numbered = _decode(lines)
     if fmt is Format.DEBEZIUM_JSON:
         yield from read_debezium(numbered, source_file)

@@ -1,5 +1,6 @@
 """Which wal2json format a file is, from its first recognisable record (``detect_format``, ``file_head``),
-for ``resolver.input_files.resolve_format``. Reads only a file's head; never raises on bad input. No Spark."""
+for ``resolver.files.input_files.resolve_format``. Reads only a file's head; never raises on bad input. No
+Spark."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from collections.abc import Iterable, Iterator
 from itertools import chain
 from typing import BinaryIO, NamedTuple
 
-from resolver.debezium_record import is_whole_record
+from resolver.formats.debezium_record import is_whole_record
+from resolver.formats.wal2json_record import too_deep
 from resolver.models import Format
-from resolver.wal2json_record import too_deep
 
 __all__ = ["DETECT_LINES", "HEAD_LIMIT", "FileHead", "detect_format", "file_head", "stream_head"]
 

@@ -1,5 +1,6 @@
 """What the wal2json readers yield, one item per record or line: ``Event``, ``Quarantined``, ``Fragment``,
-``Count`` (see ``resolver.wal2json`` for how they account for every line), and the parts of an event's row
+``Count`` (see ``resolver.formats.wal2json`` for how they account for every line), and the parts of an
+event's row
 both formats share. No Spark."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from resolver.names import qualified
+from resolver.formats.names import qualified
 
 __all__ = [
     "DATA_ACTIONS",

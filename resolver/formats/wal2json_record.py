@@ -1,7 +1,8 @@
 """One wal2json record, decoded and validated, in pure Python: numbers keep their exact text, nesting deeper
 than ``MAX_JSON_DEPTH`` is refused before decoding, and the record is checked against the JSON Schemas in
 ``schemas/wal2json/`` (compiled once per process). Whatever goes wrong raises ``BadRecord``, whose message is
-the quarantine reason with its rule; the readers (``resolver.wal2json_v1``, ``resolver.wal2json_v2``)
+the quarantine reason with its rule; the readers (``resolver.formats.wal2json_v1``,
+``resolver.formats.wal2json_v2``)
 never let any other exception out."""
 
 from __future__ import annotations
@@ -187,7 +188,7 @@ _SCHEMA_FILES = {
 def _schema_text(where: tuple[str, str]) -> str:
     """A schema file: from the source tree's schemas/ (a checkout), else from the installed wheel."""
     folder, name = where
-    checkout = Path(__file__).resolve().parents[1] / "schemas" / folder / name
+    checkout = Path(__file__).resolve().parents[2] / "schemas" / folder / name
     if checkout.is_file():
         return checkout.read_text("utf-8")
     return resources.files(f"resolver.{folder}_schemas").joinpath(name).read_text("utf-8")

@@ -1,5 +1,5 @@
 """wal2json format-version 1: one transaction object per line, pretty-printed over lines, or written in
-chunks; each transaction is read whole (its events, or its quarantine). See ``resolver.wal2json``. No
+chunks; each transaction is read whole (its events, or its quarantine). See ``resolver.formats.wal2json``. No
 Spark."""
 
 from __future__ import annotations
@@ -8,16 +8,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from resolver.lsn import parse_lsn
-from resolver.models import Format
-from resolver.wal2json_items import Count, Event, Quarantined, base_row, not_utf8, table_of_record
-from resolver.wal2json_record import (
+from resolver.formats.wal2json_items import Count, Event, Quarantined, base_row, not_utf8, table_of_record
+from resolver.formats.wal2json_record import (
     BadRecord,
     parse_commit_time,
     parse_record,
     unexpected_failure,
     value_text,
 )
+from resolver.lsn import parse_lsn
+from resolver.models import Format
 
 __all__ = ["read_v1"]
 

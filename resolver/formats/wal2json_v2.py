@@ -1,16 +1,14 @@
 """wal2json format-version 2: one record per line, transactions framed by B … C records and buffered until
 their C; a transaction cut by file boundaries becomes fragments (its tail, the middles of files without B
-or C, its head) for ``resolver.stitch`` to join. See
-``resolver.wal2json``. No Spark."""
+or C, its head) for ``resolver.batch.stitch`` to join. See
+``resolver.formats.wal2json``. No Spark."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from resolver.lsn import parse_lsn
-from resolver.models import Format
-from resolver.wal2json_items import (
+from resolver.formats.wal2json_items import (
     DATA_ACTIONS,
     Count,
     Event,
@@ -20,13 +18,15 @@ from resolver.wal2json_items import (
     not_utf8,
     table_of_record,
 )
-from resolver.wal2json_record import (
+from resolver.formats.wal2json_record import (
     BadRecord,
     parse_commit_time,
     parse_record,
     unexpected_failure,
     value_text,
 )
+from resolver.lsn import parse_lsn
+from resolver.models import Format
 
 __all__ = ["read_v2"]
 
@@ -182,7 +182,7 @@ def _incomplete(lines: list[_Line], why: str) -> Iterator[Quarantined]:
 
 def _fragment(role: str, lines: list[_Line], commit_lsn: int | None, source_file: str) -> Iterator[Any]:
     """A transaction cut by the file boundary: each line becomes a Fragment (unreadable ones are quarantined
-    at once), for ``resolver.stitch`` to join with the other parts."""
+    at once), for ``resolver.batch.stitch`` to join with the other parts."""
     changes = list(_changes(lines, source_file, commit_lsn))
     slots = sum(1 for line, item in changes if item is not None and not isinstance(item, Count))
     for line, item in changes:

@@ -18,8 +18,8 @@ import logging
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
-from resolver.delta import set_properties
 from resolver.errors import ConfigError
+from resolver.lake.delta import set_properties
 from resolver.tablelayout import TableLayout
 
 log = logging.getLogger(__name__)

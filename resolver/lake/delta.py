@@ -2,7 +2,7 @@
 
 Lake layout under the lake folder (``../shared/DESIGN.md``): ``bronze/change_events``, ``quarantine``,
 ``silver/<table folder>``, ``silver/<table folder>__history``, and ``_resolver/`` for our own state (the
-folder of a source table: ``resolver.lake``).
+folder of a source table: ``resolver.lake.folders``).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from resolver import sql
 from resolver.paths import join_inside
+from resolver.spark import sql
 
 __all__ = [
     "BRONZE",

@@ -1,6 +1,6 @@
 """Where everything lives in a lake: the folder of each source table, the resolver's own tables. No Spark.
 
-A source table is named the way PostgreSQL writes it (``resolver.names``: ``public.orders``,
+A source table is named the way PostgreSQL writes it (``resolver.formats.names``: ``public.orders``,
 ``public."Mixed Case"``); any identifier is legal there, slashes, ``..``, quotes and all. Its folder name
 is an encoding of that name, one-to-one and always a single path component inside the lake:
 
@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from resolver.names import qualified, split_qualified
+from resolver.formats.names import qualified, split_qualified
 from resolver.paths import is_uri, join_inside
 
 __all__ = [
@@ -102,7 +102,7 @@ def _decode(part: str) -> str:
 
 
 def folder(table: str) -> str:
-    """The folder name of a source table (``schema.table`` as ``resolver.names`` writes it)."""
+    """The folder name of a source table (``schema.table`` as ``resolver.formats.names`` writes it)."""
     schema, name = split_qualified(table)
     out = f"{_encode(schema)}.{_encode(name)}"
     if len(out) > MAX_FOLDER:
@@ -171,7 +171,7 @@ def pending_truncates_path(lake: str) -> str:
 
 class Folders(Protocol):
     """Where a lake's folders are, as the driver sees them: this machine's (``LOCAL_FOLDERS``), or Spark's
-    Hadoop file systems for a lake named by a URI (``resolver.hadoop_files.HadoopFiles``)."""
+    Hadoop file systems for a lake named by a URI (``resolver.files.hadoop_files.HadoopFiles``)."""
 
     def children(self, path: str) -> tuple[list[str], list[str]] | None:
         """The names of the sub-folders and of the files in ``path``, each sorted; None when there is no

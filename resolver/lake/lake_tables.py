@@ -8,8 +8,8 @@ import difflib
 from collections.abc import Sequence
 
 from resolver.errors import ConfigError
-from resolver.lake import HISTORY, LOCAL_FOLDERS, Folders, child, lake_root, silver_tables
-from resolver.names import TableName
+from resolver.formats.names import TableName
+from resolver.lake.folders import HISTORY, LOCAL_FOLDERS, Folders, child, lake_root, silver_tables
 
 __all__ = ["lake_tables", "select_tables"]
 
@@ -19,7 +19,7 @@ _PER_SOURCE_TABLE = ("silver/{}", "silver/{}" + HISTORY, "_resolver/changes/{}")
 def lake_tables(lake: str, folders: Folders = LOCAL_FOLDERS) -> list[str]:
     """Every Delta table of the lake, as paths relative to it (``bronze/change_events``,
     ``silver/public.customers``, ``_resolver/changes/public.customers``, ...), sorted. No Spark (a lake
-    named by a URI is listed through ``folders``, ``resolver.hadoop_files.HadoopFiles``)."""
+    named by a URI is listed through ``folders``, ``resolver.files.hadoop_files.HadoopFiles``)."""
     root = lake_root(lake)
     if folders.children(root) is None:
         raise ConfigError(

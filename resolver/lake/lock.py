@@ -15,7 +15,8 @@ holding who took it (``Taker``): run id, host, process id and time. A second run
 holder. A lock left by a process that is gone (same host, neither its process nor its Spark driver JVM
 alive: a crash or a kill) is taken over with a warning, so a crashed run never blocks the next one. Where a
 file cannot be created atomically (a path named by a URI: S3, ADLS, GCS), the lock is a one-row Delta table
-instead, taken by a compare-and-swap commit (``resolver.table_lock``). Both locks are taken, waited for and
+instead, taken by a compare-and-swap commit (``resolver.lake.table_lock``). Both locks are taken, waited for
+and
 taken over by the same loop (``_held``).
 """
 
@@ -88,7 +89,8 @@ class Taker:
     """Who takes a lock: the run's id; ``helper_pids``, other processes that write for it (the Spark driver
     JVM of a local session, ``session_pids``): a lock is stale only when they are gone too, since a JVM
     outlives its killed Python process by a few seconds and may still commit a MERGE it had begun; and
-    ``spark``, which a lock kept in a Delta table (a lake named by a URI, ``resolver.table_lock``) needs."""
+    ``spark``, which a lock kept in a Delta table (a lake named by a URI, ``resolver.lake.table_lock``)
+    needs."""
 
     run_id: str
     helper_pids: tuple[int, ...] = ()
@@ -125,7 +127,7 @@ def lake_lock(
 ) -> AbstractContextManager[None]:
     """Hold the lake's lock for the ``with`` block. Raises ``LakeBusy`` when another live run holds it
     for longer than ``wait_seconds``. A lake named by a URI keeps its lock in a Delta table
-    (``resolver.table_lock``), which needs the taker's ``spark``."""
+    (``resolver.lake.table_lock``), which needs the taker's ``spark``."""
     return _lake_lock(lake, taker.record(), taker.spark, _Wait(wait_seconds, poll_seconds))
 
 
@@ -207,10 +209,11 @@ def _pipeline_lock(
 
 
 def _table_lock(spark: Any, parent: str, table: str | None, what: str) -> _Lock:
-    """The lock table ``table`` of ``parent`` (None: the lake's own, ``resolver.table_lock.LOCK_TABLE``)."""
+    """The lock table ``table`` of ``parent`` (None: the lake's own,
+    ``resolver.lake.table_lock.LOCK_TABLE``)."""
     if spark is None:
         raise ValueError(f"the {what} is a Delta table: pass the SparkSession")
-    from resolver.table_lock import TableLock
+    from resolver.lake.table_lock import TableLock
 
     return TableLock(spark, parent) if table is None else TableLock(spark, parent, table)
 

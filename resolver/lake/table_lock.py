@@ -1,7 +1,7 @@
 """One writer per lake where a file cannot be created atomically (a lake named by a URI: S3, ADLS, GCS, and
 ``file:/`` too): the lock is a Delta table of one row, ``<lake>/_resolver/lock``, and taking it is a
 compare-and-swap commit. The owner lock of a pipeline whose checkpoint is named by a URI is a table of the
-same kind beside the checkpoint, ``<checkpoint>.lock`` (``resolver.lock.pipeline_lock``).
+same kind beside the checkpoint, ``<checkpoint>.lock`` (``resolver.lake.lock.pipeline_lock``).
 
 The table is created with its one row (``holder`` NULL) in its first commit. Taking the lock is
 ``UPDATE … SET holder = <me> WHERE holder IS NULL``; taking over a dead holder's lock is ``… WHERE holder =
@@ -13,7 +13,7 @@ every table of the lake (on S3 with more than one writer that means Delta's Dyna
 documentation says; a single scheduler job per lake needs nothing).
 
 Who holds it, waiting, ``LakeBusy`` and taking over from a process that is gone (same host, neither it nor
-its Spark driver alive) work as for the lock file of a local lake (``resolver.lock``).
+its Spark driver alive) work as for the lock file of a local lake (``resolver.lake.lock``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
-from resolver import delta, sql
+from resolver.lake import delta
+from resolver.spark import sql
 
 __all__ = ["LOCK_TABLE", "TableLock"]
 
@@ -35,7 +36,7 @@ _SCHEMA = T.StructType([T.StructField("slot", T.IntegerType()), T.StructField("h
 
 class TableLock:
     """A lock table, by default the lake's (``table`` is its path in ``lake``; the owner lock of a pipeline
-    is another one, ``resolver.lock.pipeline_lock``): ``take``, ``take_over`` and ``release`` are single
+    is another one, ``resolver.lake.lock.pipeline_lock``): ``take``, ``take_over`` and ``release`` are single
     commits that succeed for one run only; ``holder`` reads who has it."""
 
     def __init__(self, spark: SparkSession, lake: str, table: str = LOCK_TABLE) -> None:

@@ -11,22 +11,24 @@ from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
-from resolver import deletion_vectors, delta, sql
-from resolver.delta import set_properties
-from resolver.lake import (
+from resolver.lake import deletion_vectors, delta
+from resolver.lake.delta import set_properties
+from resolver.lake.folders import (
     KEY_PROPERTY,
     KEY_SOURCE_PROPERTY,
     SCHEMA_VERSION_PROPERTY,
     TABLE_PROPERTY,
     TablePaths,
 )
+from resolver.spark import sql
 from resolver.tablelayout import TableLayout
 
 log = logging.getLogger(__name__)
 
 
 #: change data feed for readers downstream; the deletion-vector feature, in use once the table is large
-#: (``resolver.deletion_vectors``: a MERGE then marks the rows it replaces instead of rewriting every file
+#: (``resolver.lake.deletion_vectors``: a MERGE then marks the rows it replaces instead of rewriting every
+#: file
 #: they are in; OPTIMIZE / ``resolver optimize`` purges)
 SILVER_PROPERTIES = {"delta.enableChangeDataFeed": "true", **deletion_vectors.OFF}
 

@@ -4,7 +4,7 @@ Every batch adds a few small files to each table it touches; reads and MERGEs sl
 files. ``optimize`` rewrites the small files of every table of the lake into large ones, sorted by the key
 for the tables that are read by key; ``vacuum`` deletes the files no Delta version younger than the
 retention uses any more. Neither changes a row of any table, and neither changes what
-``resolver.timetravel.as_of`` returns (it reads the history table, not Delta time travel).
+``resolver.ops.timetravel.as_of`` returns (it reads the history table, not Delta time travel).
 When to run them and what they cost: ``docs/operations.md``.
 """
 
@@ -21,11 +21,11 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import Row, SparkSession
 from pyspark.sql import types as T
 
-from resolver import sql
 from resolver.errors import ConfigError
-from resolver.hadoop_files import lake_folders
-from resolver.lake import KEY_PROPERTY, inside
-from resolver.lake_tables import select_tables
+from resolver.files.hadoop_files import lake_folders
+from resolver.lake.folders import KEY_PROPERTY, inside
+from resolver.lake.lake_tables import select_tables
+from resolver.spark import sql
 
 __all__ = ["DEFAULT_RETAIN_HOURS", "check_retention", "optimize", "vacuum"]
 
@@ -64,7 +64,7 @@ def optimize(spark: SparkSession, lake: str, tables: Sequence[str] | None = None
     Example::
 
         from resolver import local_session
-        from resolver.maintenance import optimize
+        from resolver.ops.maintenance import optimize
         for t in optimize(local_session(), "lake"):
             print(t["table"], t["layout"], t["files_before"], "->", t["files_after"])
     """
@@ -178,7 +178,7 @@ def vacuum(
     """Delete the files of the lake's Delta tables (all, or those ``tables`` names; see ``select_tables``)
     that no table version of the last ``retain_hours`` uses: files that ``optimize``, MERGEs and deletes
     replaced. Rows are never changed; Delta time travel (``VERSION AS OF``) to versions older than the
-    retention stops working. ``resolver.timetravel.as_of`` reads the history table's current version, so
+    retention stops working. ``resolver.ops.timetravel.as_of`` reads the history table's current version, so
     what it returns never changes.
 
     A retention under 168 hours (Delta's ``delta.deletedFileRetentionDuration`` default) is refused with
@@ -193,7 +193,7 @@ def vacuum(
     Example::
 
         from resolver import local_session
-        from resolver.maintenance import vacuum
+        from resolver.ops.maintenance import vacuum
         spark = local_session()
         for t in vacuum(spark, "lake", dry_run=True):
             print(t["table"], len(t["files_to_delete"]))

@@ -21,12 +21,13 @@ from datetime import UTC, datetime, timedelta
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from resolver import delta, sql
 from resolver.errors import ConfigError
-from resolver.lake import HISTORY, history_path, silver_tables, snapshot_path
-from resolver.names import TableName
+from resolver.formats.names import TableName
+from resolver.formats.wal2json import format_lsn, parse_lsn
+from resolver.lake import delta
+from resolver.lake.folders import HISTORY, history_path, silver_tables, snapshot_path
 from resolver.paths import is_uri
-from resolver.wal2json import format_lsn, parse_lsn
+from resolver.spark import sql
 
 __all__ = ["Point", "as_of", "history_table", "history_tables", "point"]
 
@@ -171,7 +172,7 @@ def as_of(
     Example::
 
         from resolver import local_session
-        from resolver.timetravel import as_of
+        from resolver.ops.timetravel import as_of
         spark = local_session()
         as_of(spark, "lake", "public.customers", lsn="0/1932990").orderBy("id").show()
         as_of(spark, "lake", "public.customers", time="2026-11-21 16:30:12.615").count()

@@ -3,7 +3,8 @@
 Each micro-batch of Spark's Kafka source (``kafka_records``) is written by ``land`` into the pipeline's
 landing folder (``source.path``, by default ``<lake>/_resolver/kafka``) as files named
 ``<micro-batch>-<part>.jsonl``, one record per line, each part holding whole topic partitions in offset
-order. From there the micro-batch is applied exactly as landed files are (``resolver.stream``): the same
+order. From there the micro-batch is applied exactly as landed files are (``resolver.pipelines.stream``): the
+same
 reader, the same ledger, the same stitching of a wal2json transaction cut across micro-batches.
 
 A line is the record's value as it is (``wal2json-v1``/``-v2``), or, for ``debezium-json``, the whole record
@@ -28,10 +29,10 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from resolver.debezium_record import NEW_KEY, OLD_KEY
+from resolver.config.kafka_config import KafkaSource, kafka_package
 from resolver.errors import ConfigError
-from resolver.hadoop_files import source_listing
-from resolver.kafka_config import KafkaSource, kafka_package
+from resolver.files.hadoop_files import source_listing
+from resolver.formats.debezium_record import NEW_KEY, OLD_KEY
 from resolver.models import Format
 from resolver.paths import is_uri
 
@@ -62,7 +63,8 @@ def landed_name(batch_id: int, part: int) -> str:
 
 def land(spark: SparkSession, records: DataFrame, batch_id: int, folder: str, fmt: Format) -> list[str]:
     """Write one micro-batch's records into ``folder`` (see the module docstring) unless they are there
-    already, and return the names of its files (as ``resolver.hadoop_files.source_listing`` names them)."""
+    already, and return the names of its files (as ``resolver.files.hadoop_files.source_listing`` names
+    them)."""
     fs = _Files(spark, folder)
     prefix = landed_name(batch_id, 0)[:13]
     staging = f"_landing-{batch_id:012d}"
@@ -110,7 +112,8 @@ def _line(fmt: Format, has_headers: bool) -> Column:
 
 
 def _key_change_headers() -> Column:
-    """The record's key-change headers (``resolver.debezium_record``) as ``[{"key", "value"}]``, the values
+    """The record's key-change headers (``resolver.formats.debezium_record``) as ``[{"key", "value"}]``, the
+    values
     as text; the others are left out."""
     wanted = F.filter("headers", lambda h: h["key"].isin(OLD_KEY, NEW_KEY))
     as_text = F.transform(

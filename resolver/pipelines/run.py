@@ -1,6 +1,7 @@
 """``resolver run PIPELINE.yaml``: apply every new file of a landing folder exactly once.
 
-A run takes the lake's lock and the pipeline's owner lock (``resolver.lock.run_locks``: no other run, and no
+A run takes the lake's lock and the pipeline's owner lock (``resolver.lake.lock.run_locks``: no other run,
+and no
 stream of the pipeline, runs meanwhile), lists the source, and compares it with the ledger
 ``_resolver/ledger`` (one row per file applied: path, size, modification time, run id, batch). The files
 not in the ledger — new ones, and ones whose size or modification time changed since — are applied in
@@ -19,7 +20,7 @@ quarantined: the file it began in and the files after it are not recorded, so th
 starts from that file; when it began in the batch's first file, the batch is read again with twice as many
 files until its commit is among them (or no more files have landed).
 The format is the pipeline's ``source.format``, or the one the new files and those neighbours show
-(``resolver.input_files.resolve_format``, checked before any batch is applied).
+(``resolver.files.input_files.resolve_format``, checked before any batch is applied).
 """
 
 from __future__ import annotations
@@ -34,17 +35,17 @@ from datetime import UTC, datetime
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
-from resolver import delta
-from resolver.batch import ingest
-from resolver.batch_options import BatchOptions, ReadWindow
+from resolver.batch.ingest import ingest
+from resolver.config.batch_options import BatchOptions, ReadWindow
+from resolver.config.pipeline import Pipeline, load_pipeline
+from resolver.config.tableschema import TableSchema, load_schemas
 from resolver.errors import ConfigError
-from resolver.hadoop_files import source_listing
-from resolver.input_files import resolve_format
-from resolver.lake import inside
-from resolver.lock import Taker, run_locks
+from resolver.files.hadoop_files import source_listing
+from resolver.files.input_files import resolve_format
+from resolver.lake import delta
+from resolver.lake.folders import inside
+from resolver.lake.lock import Taker, run_locks
 from resolver.models import Format, IngestSummary, RunSummary, TableSummary
-from resolver.pipeline import Pipeline, load_pipeline
-from resolver.tableschema import TableSchema, load_schemas
 
 __all__ = [
     "LEDGER",
@@ -77,7 +78,7 @@ def ledger_path(lake: str) -> str:
 
 def checkpoint_path(pipeline: Pipeline) -> str:
     """Where a pipeline's streaming query keeps its checkpoint; its owner lock is beside it
-    (``resolver.lock.owner_lock_path``), taken by streams and scheduled runs of the pipeline alike."""
+    (``resolver.lake.lock.owner_lock_path``), taken by streams and scheduled runs of the pipeline alike."""
     return pipeline.stream.checkpoint or inside(pipeline.lake, "_resolver", "stream")
 
 
@@ -88,7 +89,8 @@ def pipeline_name(pipeline: Pipeline | str) -> str:
 
 def run_pipeline(spark: SparkSession, pipeline: Pipeline | str, *, wait_seconds: float = 0.0) -> RunSummary:
     """Apply the pipeline's new source files to its lake (see the module docstring). ``pipeline`` is a
-    ``Pipeline`` or the path of a pipeline file. Progress is logged (logger ``resolver.run``); tables that
+    ``Pipeline`` or the path of a pipeline file. Progress is logged (logger ``resolver.pipelines.run``);
+    tables that
     fail are named in the summary's ``failed_tables`` and their batch is applied again by the next run.
 
     Example::
@@ -103,8 +105,8 @@ def run_pipeline(spark: SparkSession, pipeline: Pipeline | str, *, wait_seconds:
         pipeline = load_pipeline(pipeline)
     if pipeline.source.kafka is not None:
         raise ConfigError(
-            "found a Kafka source (expected files here: a Kafka source is read by resolver.stream's "
-            "run_stream or stream_pipeline, which resolver run calls for it)"
+            "found a Kafka source (expected files here: a Kafka source is read by "
+            "resolver.pipelines.stream's run_stream or stream_pipeline, which resolver run calls for it)"
         )
     schemas = load_schemas(pipeline.schemas) if pipeline.schemas else None
     run_id = new_run_id()

@@ -4,7 +4,8 @@ Spark's file source watches the landing folder (format ``binaryFile``, reading o
 content is read by the batch, as ``resolver run`` reads it) and hands each micro-batch's files to a
 ``foreachBatch`` function, which applies them as ``resolver run`` would: under the lake's lock, the files
 not in the ledger, in name order, with the neighbouring files of a format-2 stream, recorded in the ledger
-once every table was applied (``resolver.run.apply_new_files``). A micro-batch applies its own files only.
+once every table was applied (``resolver.pipelines.run.apply_new_files``). A micro-batch applies its own
+files only.
 
 Exactly once, as the ledger: the query's checkpoint (``stream.checkpoint``, by default
 ``<lake>/_resolver/stream``) records the files of each micro-batch before it runs and commits the
@@ -15,7 +16,8 @@ the query stops before committing it, and its files are applied again on the nex
 ``resolver run``, which shares the ledger).
 
 One query per checkpoint: ``run_stream`` owns the pipeline for the query's whole life (its owner lock,
-``resolver.lock.pipeline_lock``, beside the checkpoint), taken before the query starts, so a second stream
+``resolver.lake.lock.pipeline_lock``, beside the checkpoint), taken before the query starts, so a second
+stream
 or a scheduled run of the pipeline is refused (``PipelineBusy``) before it touches the checkpoint. The
 lake's lock is still taken per micro-batch: ``resolver ingest``, ``optimize`` and ``vacuum`` take turns with
 a running stream between its micro-batches.
@@ -25,7 +27,8 @@ Triggers: a processing-time trigger every ``stream.trigger_seconds`` until the q
 ``max_files_per_batch`` files, then the query ends by itself.
 
 A Kafka source (``source.kafka``) is read by Spark's Kafka source instead: each micro-batch's records are
-first landed as files in ``source.path`` (``resolver.kafka_landing``), and those files are applied as
+first landed as files in ``source.path`` (``resolver.pipelines.kafka_landing``), and those files are applied
+as
 above. Its offsets are in the same checkpoint, and a micro-batch run again after a crash lands the same
 files under the same names.
 """
@@ -44,17 +47,17 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from resolver.kafka_landing import kafka_records, land
-from resolver.lock import Taker, lake_lock, pipeline_lock
+from resolver.config.pipeline import Pipeline, load_pipeline
+from resolver.config.tableschema import load_schemas
+from resolver.lake.lock import Taker, lake_lock, pipeline_lock
 from resolver.models import RunSummary
 from resolver.paths import is_uri
-from resolver.pipeline import Pipeline, load_pipeline
-from resolver.run import apply_new_files, checkpoint_path, new_run_id, pipeline_name
-from resolver.tableschema import load_schemas
+from resolver.pipelines.kafka_landing import kafka_records, land
+from resolver.pipelines.run import apply_new_files, checkpoint_path, new_run_id, pipeline_name
 
 __all__ = ["StreamProgress", "checkpoint_path", "run_stream", "stream_pipeline"]
 
-log = logging.getLogger("resolver.run")
+log = logging.getLogger("resolver.pipelines.run")
 
 #: the schema of Spark's binaryFile source (a streaming file source needs it given)
 _BINARY_FILE = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"
@@ -98,12 +101,12 @@ def stream_pipeline(
     """Start the pipeline as a streaming query (see the module docstring) and return it. Each micro-batch
     waits up to ``wait_seconds`` for another run's lock; ``progress`` collects what the micro-batches did.
     The query is the caller's: this does not take the pipeline's owner lock (``run_stream`` does; a job of
-    its own can hold ``resolver.lock.pipeline_lock`` around the query's life).
+    its own can hold ``resolver.lake.lock.pipeline_lock`` around the query's life).
 
     Example::
 
         from resolver import local_session, stream_pipeline
-        from resolver.stream import StreamProgress
+        from resolver.pipelines.stream import StreamProgress
         progress = StreamProgress()
         # once=True: what has landed (availableNow), then the query ends; without it, it runs until stopped
         query = stream_pipeline(local_session(), "pipeline.yaml", once=True, progress=progress)

@@ -10,19 +10,19 @@ from dataclasses import dataclass, field, replace
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from resolver.batch_options import BatchOptions, batch_options
-from resolver.coverage import unapplied
-from resolver.deletion_vectors import from_bytes
+from resolver.config.batch_options import BatchOptions, batch_options
+from resolver.config.pipeline import TableSettings
+from resolver.config.tableschema import TableSchema
 from resolver.errors import ConfigError
-from resolver.evolution import TypeChange
-from resolver.layout import table_layout
-from resolver.metadata import batch_metadata
-from resolver.parallelism import parallel_tables
-from resolver.pipeline import TableSettings
-from resolver.rejects import unknown_reasons, unsafe_reasons
+from resolver.lake.deletion_vectors import from_bytes
+from resolver.plan.coverage import unapplied
+from resolver.plan.evolution import TypeChange
+from resolver.plan.layout import table_layout
+from resolver.plan.metadata import batch_metadata
+from resolver.plan.rejects import unknown_reasons, unsafe_reasons
+from resolver.plan.tablemeta import TableMeta
+from resolver.spark.parallelism import parallel_tables
 from resolver.tablelayout import TableLayout
-from resolver.tablemeta import TableMeta
-from resolver.tableschema import TableSchema
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,8 @@ class BatchPlan:
 
     @property
     def unapplied(self) -> dict[str, str]:
-        """Tables whose events this batch cannot apply (``resolver.coverage.unapplied``): table -> why. Their
+        """Tables whose events this batch cannot apply (``resolver.plan.coverage.unapplied``): table -> why.
+        Their
         events stay in bronze; each is reported in its summary's ``error``."""
         out = {t: unapplied(m, self.layouts.get(t)) for t, m in self.meta.items()}
         return {t: why for t, why in out.items() if why}
@@ -59,11 +60,12 @@ def plan_changes(
     options: BatchOptions | None = None,
 ) -> BatchPlan:
     """Check a batch against the lake without writing anything: one small aggregate over the events, then
-    each table's key and columns, and the policies (``resolver.policy``) for unknown tables, unknown
+    each table's key and columns, and the policies (``resolver.config.policy``) for unknown tables, unknown
     columns and unsafe type changes. Raises ``ConfigError`` (one line) for a key that contradicts the
     lake's or an event a ``fail`` policy refuses. ``schemas`` None means no schemas folder (no table is
-    unknown). ``options`` (``resolver.batch_options.BatchOptions``): the ``policies``; ``settings`` gives
-    each table's ``resolver.pipeline.TableSettings`` (outputs, key override, tracked columns,
+    unknown). ``options`` (``resolver.config.batch_options.BatchOptions``): the ``policies``; ``settings``
+    gives
+    each table's ``resolver.config.pipeline.TableSettings`` (outputs, key override, tracked columns,
     clustering). When a ``quarantine`` policy takes events out, the plan is made again without them. With
     ``isolate``, a table refused in planning does not refuse the batch: it is left out of it and named in
     ``failed``. Tables ``include`` says no to get no silver tables (their events still go to bronze).

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from resolver.errors import ResolverError
-from resolver.lake import folder as table_folder
+from resolver.lake.folders import folder as table_folder
 from resolver.models import TableSummary
-from resolver.tablemeta import TableMeta
+from resolver.plan.tablemeta import TableMeta
 
 if TYPE_CHECKING:
     from resolver.tablelayout import TableLayout
@@ -33,7 +33,7 @@ def unapplied(meta: TableMeta, layout: TableLayout | None) -> str | None:
     rows = meta.events - meta.truncates
     if layout is None:
         if rows <= 0:
-            return None  # only truncates: held (resolver.truncates) until the table's first rows
+            return None  # only truncates: held (resolver.table.truncates) until the table's first rows
         return (
             f"{rows} event(s) but no column names in them or in the lake; expected events that carry "
             f"columns (or old-key columns), or the columns listed in its schema file {file}"

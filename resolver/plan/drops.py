@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from resolver.tablemeta import TableMeta
+from resolver.plan.tablemeta import TableMeta
 
 
 def drop_points(

@@ -11,7 +11,7 @@ with the lake column's type:
   the values are cast up, nothing changes;
 * anything else is *unsafe* (``text -> integer``, a numeric scale that shrinks, ``integer -> text``, which
   Delta cannot widen in place): the table's ``unsafe_type_change`` policy decides
-  (``resolver.policy.Policy``: fail the batch before anything is written, or quarantine the events).
+  (``resolver.config.policy.Policy``: fail the batch before anything is written, or quarantine the events).
 
 Whether two types are compatible does not depend on which one arrives first, so the lake's final type is
 the widest one of the events delivered, in any order.
@@ -22,9 +22,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from resolver.config.policy import Policy
 from resolver.errors import ConfigError
-from resolver.policy import Policy
-from resolver.wal2json import format_lsn
+from resolver.formats.wal2json import format_lsn
 
 __all__ = ["TypeChange", "evolve_type", "widens"]
 

@@ -3,10 +3,10 @@ accumulates (no key -> index identity -> FULL identity). No Spark."""
 
 from __future__ import annotations
 
+from resolver.config.tableschema import TableSchema
 from resolver.errors import ConfigError
-from resolver.lake import KEY_SOURCE_PROPERTY
-from resolver.tablemeta import TableMeta
-from resolver.tableschema import TableSchema
+from resolver.lake.folders import KEY_SOURCE_PROPERTY
+from resolver.plan.tablemeta import TableMeta
 
 
 def reported_key(

@@ -1,5 +1,5 @@
 """A table's layout for one batch: the lake's columns evolved by the batch and the schema file, its
-key, type changes, drop points and schema-log rows (``resolver.explode.TableLayout``)."""
+key, type changes, drop points and schema-log rows (``resolver.table.explode.TableLayout``)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,11 @@ from dataclasses import dataclass
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
-from resolver.delta import properties_and_size
-from resolver.drops import drop_points
+from resolver.config.policy import Policy
+from resolver.config.tableschema import ColumnSpec, TableSchema
 from resolver.errors import ConfigError
-from resolver.evolution import TypeChange, evolve_type
-from resolver.keys import evolve_key, reported_key
-from resolver.lake import (
+from resolver.lake.delta import properties_and_size
+from resolver.lake.folders import (
     APPLIED_PROPERTY,
     DELETION_VECTORS_PROPERTY,
     DROPS_PROPERTY,
@@ -26,11 +25,12 @@ from resolver.lake import (
     changes_path,
 )
 from resolver.pgtypes import spark_type
-from resolver.policy import Policy
-from resolver.schemalog import ColumnChanges, likely_renames, schema_log_entries
+from resolver.plan.drops import drop_points
+from resolver.plan.evolution import TypeChange, evolve_type
+from resolver.plan.keys import evolve_key, reported_key
+from resolver.plan.schemalog import ColumnChanges, likely_renames, schema_log_entries
+from resolver.plan.tablemeta import TableMeta, lsn_text
 from resolver.tablelayout import Column_, TableLayout
-from resolver.tablemeta import TableMeta, lsn_text
-from resolver.tableschema import ColumnSpec, TableSchema
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""What one batch holds per table (``resolver.tablemeta.TableMeta``), from one small aggregate over its
+"""What one batch holds per table (``resolver.plan.tablemeta.TableMeta``), from one small aggregate over its
 events: columns and types, the keys the stream reports, commit-LSN ranges, first and last events per column,
 insert column sets.
 
@@ -13,7 +13,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from resolver.tablemeta import FirstEvent, InsertSet, Point, Seen, TableMeta
+from resolver.plan.tablemeta import FirstEvent, InsertSet, Point, Seen, TableMeta
 
 _TABLE, _COLUMN, _INSERTS = 0, 1, 2
 _WHERE = ["commit_lsn", "position", "source_file", "source_line"]

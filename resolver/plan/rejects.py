@@ -1,4 +1,4 @@
-"""Quarantine reasons the policies give (``resolver.policy``): events of unknown tables, of unknown
+"""Quarantine reasons the policies give (``resolver.config.policy``): events of unknown tables, of unknown
 columns, and carrying a type their lake column cannot widen to, as Spark expressions."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from collections.abc import Mapping
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from resolver.config.policy import Policies, Policy
+from resolver.config.tableschema import TableSchema
 from resolver.errors import ConfigError
-from resolver.policy import Policies, Policy
+from resolver.plan.tablemeta import TableMeta
 from resolver.tablelayout import TableLayout
-from resolver.tablemeta import TableMeta
-from resolver.tableschema import TableSchema
 
 
 def _event_text(table: str) -> Column:

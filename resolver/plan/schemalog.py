@@ -11,14 +11,15 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
-from resolver import delta, sql
-from resolver.evolution import TypeChange
-from resolver.lake import (
+from resolver.formats.wal2json import format_lsn
+from resolver.lake import delta
+from resolver.lake.folders import (
     schema_log_path,
 )
+from resolver.plan.evolution import TypeChange
+from resolver.plan.tablemeta import TableMeta
+from resolver.spark import sql
 from resolver.tablelayout import Column_, TableLayout
-from resolver.tablemeta import TableMeta
-from resolver.wal2json import format_lsn
 
 SCHEMA_LOG_SCHEMA = T.StructType(
     [

@@ -1,12 +1,12 @@
 """What one batch holds for one table (``TableMeta``), as the plan and the per-table steps read it: counts,
 the commit-LSN range, columns and types, the keys the stream reports, and where each column first and last
-appears. ``resolver.metadata`` fills it from one small aggregate over the batch. No Spark."""
+appears. ``resolver.plan.metadata`` fills it from one small aggregate over the batch. No Spark."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from resolver.wal2json import format_lsn
+from resolver.formats.wal2json import format_lsn
 
 Point = tuple[int, int]
 """An event's place in the stream: (commit LSN, position in its transaction)."""

@@ -2,7 +2,7 @@
 
 On a laptop the ``[spark]`` extra brings everything. On a cluster (Databricks, EMR, Dataproc) Spark and
 Delta are the cluster's own and the resolver is installed without that extra; the cluster must then
-already have what Spark's Arrow path needs, because the reader (``resolver.read``) runs as
+already have what Spark's Arrow path needs, because the reader (``resolver.batch.read``) runs as
 ``mapInArrow``: pyarrow and pandas in the versions below. A missing or old package would otherwise show up
 as an import error deep inside a Spark task; here it is one line naming the package, the version found and
 the version needed. No Spark.
@@ -95,7 +95,7 @@ def check_runtime(requirements: tuple[Requirement, ...] = ARROW_PACKAGES) -> Non
 
     Example::
 
-        from resolver.runtime import check_runtime, ARROW_PACKAGES, SPARK_PACKAGES
+        from resolver.spark.runtime import check_runtime, ARROW_PACKAGES, SPARK_PACKAGES
         check_runtime(ARROW_PACKAGES + SPARK_PACKAGES)   # silent when all is well
     """
     for req in requirements:

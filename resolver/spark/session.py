@@ -55,7 +55,7 @@ def local_session(
 
     Delta's jars are resolved from Maven Central by ``configure_spark_with_delta_pip`` (cached in ~/.ivy2),
     with any other ``packages`` (Maven coordinates, e.g. ``org.apache.hadoop:hadoop-aws:3.4.1`` for
-    ``s3a://``); the jars they resolved to are remembered (``resolver.package_jars``), so later sessions
+    ``s3a://``); the jars they resolved to are remembered (``resolver.spark.package_jars``), so later sessions
     with the same packages start without resolving them again. Keyword arguments override settings, with
     dots written as ``__``: ``spark__sql__shuffle__partitions="8"``.
 
@@ -65,14 +65,14 @@ def local_session(
         spark = local_session()   # e.g. local_session(master="local[8]", spark__driver__memory="8g")
         print(spark.conf.get("spark.sql.session.timeZone"))   # UTC
     """
-    from resolver.runtime import check_local_spark
+    from resolver.spark.runtime import check_local_spark
 
     check_local_spark()  # one clear line instead of an import error in a task or a missing Maven artifact
     import pyspark
     from delta import configure_spark_with_delta_pip
     from pyspark.sql import SparkSession
 
-    from resolver.package_jars import remember_jars, remembered_jars, reusable
+    from resolver.spark.package_jars import remember_jars, remembered_jars, reusable
 
     builder = SparkSession.builder.appName(app_name).master(master)
     settings = dict(_DEFAULTS)

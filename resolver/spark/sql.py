@@ -1,6 +1,6 @@
 """The one way a name or a value reaches Spark SQL text: quoted here, never pasted.
 
-Names come from the source database and are data (``resolver.names``): a column may be called ``a.b``,
+Names come from the source database and are data (``resolver.formats.names``): a column may be called ``a.b``,
 ``Some Value`` or ``we`ird``, a lake may live under a path with a backtick. Spark SQL quotes identifiers
 with backticks (a backtick inside is doubled) and string literals with single quotes (a backslash and a
 quote inside are escaped). The Column API parses a column name too (``a.b`` is field ``b`` of ``a``), so a

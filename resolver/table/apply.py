@@ -1,8 +1,8 @@
 """Bring one table's silver tables up to date with one batch: ``apply_table`` reads as its steps (open the
 table's Delta tables, append the batch to the change store, find the affected keys, read their changes,
 resolve them into versions, write history and snapshot, leave the marker that says the batch is applied).
-A table's first batch and every later one take the same steps (``resolver.table_steps``); what each step
-does differs (``resolver.first_batch``, ``resolver.later_batch``)."""
+A table's first batch and every later one take the same steps (``resolver.table.table_steps``); what each step
+does differs (``resolver.table.first_batch``, ``resolver.table.later_batch``)."""
 
 from __future__ import annotations
 
@@ -10,24 +10,24 @@ import logging
 
 from pyspark.sql import DataFrame, SparkSession
 
-from resolver.affected import resolve_affected
-from resolver.batch_tables import mark_applied, open_batch_tables
-from resolver.coverage import HELD_NOTE
-from resolver.exploded import moved_events
-from resolver.first_batch import FirstBatch, is_first_batch
-from resolver.lake import TablePaths
-from resolver.later_batch import LaterBatch
-from resolver.merge import late_events
+from resolver.lake.folders import TablePaths
 from resolver.models import TableSummary
-from resolver.quarantine import bad_value_records
-from resolver.schemalog import with_found_drops
-from resolver.steps import step
-from resolver.store import rescan_drops
-from resolver.summaries import already_applied, empty_summary, table_summary
-from resolver.table_steps import TableSteps
+from resolver.plan.coverage import HELD_NOTE
+from resolver.plan.schemalog import with_found_drops
+from resolver.plan.tablemeta import TableMeta
+from resolver.spark.steps import step
+from resolver.table.affected import resolve_affected
+from resolver.table.batch_tables import mark_applied, open_batch_tables
+from resolver.table.exploded import moved_events
+from resolver.table.first_batch import FirstBatch, is_first_batch
+from resolver.table.later_batch import LaterBatch
+from resolver.table.merge import late_events
+from resolver.table.quarantine import bad_value_records
+from resolver.table.store import rescan_drops
+from resolver.table.summaries import already_applied, empty_summary, table_summary
+from resolver.table.table_steps import TableSteps
+from resolver.table.truncates import defer_truncates
 from resolver.tablelayout import TableLayout
-from resolver.tablemeta import TableMeta
-from resolver.truncates import defer_truncates
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ def apply_table(
     """Bring one table's silver tables up to date; also returns its quarantine records, if any.
     ``all_new``: the lake held none of the batch's events before it (bronze took every one as new)."""
     name = meta.table
-    if layout is None:  # only truncates (resolver.coverage): held until the table's first rows
+    if layout is None:  # only truncates (resolver.plan.coverage): held until the table's first rows
         defer_truncates(spark, events, lake, name)
         return empty_summary(name, meta, None).model_copy(update={"notes": [HELD_NOTE]}), None
     paths = TablePaths.of(lake, name)

@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
-from resolver import deletion_vectors
-from resolver.affected import Affected
-from resolver.delta import set_properties
-from resolver.lake import (
+from resolver.lake import deletion_vectors
+from resolver.lake.delta import set_properties
+from resolver.lake.folders import (
     APPLIED_PROPERTY,
     DELETION_VECTORS_PROPERTY,
     DROPS_PROPERTY,
@@ -20,9 +19,10 @@ from resolver.lake import (
     SCHEMA_VERSION_PROPERTY,
     TablePaths,
 )
-from resolver.store import rekey
+from resolver.lake.tables import open_tables
+from resolver.table.affected import Affected
+from resolver.table.store import rekey
 from resolver.tablelayout import TableLayout
-from resolver.tables import open_tables
 
 __all__ = ["BatchTables", "mark_applied", "open_batch_tables"]
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
-from resolver.explode import explode_events
-from resolver.merge import BOUNDED, KeyRange
-from resolver.store import is_move
+from resolver.table.explode import explode_events
+from resolver.table.merge import BOUNDED, KeyRange
+from resolver.table.store import is_move
 from resolver.tablelayout import TableLayout
 
 __all__ = ["Exploded", "Stored", "explode_batch", "moved_events"]

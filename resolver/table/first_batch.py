@@ -1,10 +1,11 @@
-"""A table's first batch (``resolver.table_steps``): its Delta tables were created by this batch, so they
+"""A table's first batch (``resolver.table.table_steps``): its Delta tables were created by this batch, so
+they
 are empty. The batch's own rows are all the changes there are, so no key is looked up, nothing is read back
 and nothing is diffed: the change store, history and snapshot are appended to (about a third of the Spark
 jobs of a later batch).
 
 A run killed part-way leaves tables that exist, so the next run takes the general path
-(``resolver.later_batch``), which diffs against what was written and completes it.
+(``resolver.table.later_batch``), which diffs against what was written and completes it.
 """
 
 from __future__ import annotations
@@ -14,15 +15,16 @@ from dataclasses import dataclass
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
-from resolver import delta, sql
-from resolver.affected import Affected
-from resolver.batch_tables import BatchTables
-from resolver.exploded import Stored, explode_batch
-from resolver.lake import TablePaths
-from resolver.steps import step
+from resolver.lake import delta
+from resolver.lake.folders import TablePaths
+from resolver.plan.tablemeta import TableMeta
+from resolver.spark import sql
+from resolver.spark.steps import step
+from resolver.table.affected import Affected
+from resolver.table.batch_tables import BatchTables
+from resolver.table.exploded import Stored, explode_batch
+from resolver.table.truncates import pending_truncates
 from resolver.tablelayout import TableLayout
-from resolver.tablemeta import TableMeta
-from resolver.truncates import pending_truncates
 
 __all__ = ["FirstBatch", "is_first_batch"]
 

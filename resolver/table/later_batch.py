@@ -1,4 +1,5 @@
-"""A table's batch when the table already has Delta tables (``resolver.table_steps``): the batch's new rows
+"""A table's batch when the table already has Delta tables (``resolver.table.table_steps``): the batch's new
+rows
 are added to the change store, the affected keys are found in it and their held changes read back, and the
 versions resolved from them are MERGEd into the history (diffed first unless every event is newer than all
 the table held) and the snapshot. A run killed part-way is completed by this path too."""
@@ -10,11 +11,14 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from resolver import delta, sql
-from resolver.affected import Affected, affected_keys, read_changes
-from resolver.batch_tables import BatchTables
-from resolver.exploded import Stored, explode_batch
-from resolver.merge import (
+from resolver.lake import delta
+from resolver.plan.tablemeta import TableMeta
+from resolver.spark import sql
+from resolver.spark.steps import step
+from resolver.table.affected import Affected, affected_keys, read_changes
+from resolver.table.batch_tables import BatchTables
+from resolver.table.exploded import Stored, explode_batch
+from resolver.table.merge import (
     diff_rows,
     keys_of,
     merge_changes,
@@ -23,11 +27,9 @@ from resolver.merge import (
     range_sql,
     replace_snapshot,
 )
-from resolver.steps import step
-from resolver.store import key_hash
+from resolver.table.store import key_hash
+from resolver.table.truncates import pending_truncates
 from resolver.tablelayout import TableLayout
-from resolver.tablemeta import TableMeta
-from resolver.truncates import pending_truncates
 
 __all__ = ["LaterBatch"]
 
@@ -84,7 +86,7 @@ class LaterBatch:
         return Stored(exploded, store.toDF(), version, adopted, flags_hold, done)
 
     def affected(self, stored: Stored, found_drops: bool) -> Affected:
-        """The batch's affected keys, looked up in the store (``resolver.affected.affected_keys``)."""
+        """The batch's affected keys, looked up in the store (``resolver.table.affected.affected_keys``)."""
         return affected_keys(
             stored, self.layout, self.meta, rekeyed=self.tables.rekeyed, found_drops=found_drops
         )

@@ -12,7 +12,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from resolver import sql
+from resolver.spark import sql
 
 
 def diff_rows(

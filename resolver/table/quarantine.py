@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from resolver import delta, sql
-from resolver.sparkschema import QUARANTINE_SCHEMA
+from resolver.lake import delta
+from resolver.spark import sql
+from resolver.spark.sparkschema import QUARANTINE_SCHEMA
 from resolver.tablelayout import TableLayout
 
 __all__ = ["bad_value_records", "write_records", "write_quarantine"]

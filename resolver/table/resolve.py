@@ -1,6 +1,7 @@
 """Resolve typed change rows of one table into history versions, with Spark expressions only.
 
-Input: rows of ``_resolver/changes/<schema>.<table>`` (see ``resolver.explode``) for a set of keys that is
+Input: rows of ``_resolver/changes/<schema>.<table>`` (see ``resolver.table.explode``) for a set of keys that
+is
 closed under primary-key changes, plus the table's truncates. Output: every version of those keys (the
 rows of ``silver/<schema>.<table>__history``; semantics in ``docs/silver.md``).
 
@@ -26,10 +27,10 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.window import WindowSpec
 
-from resolver import sql
-from resolver.moves import pointer_jump
+from resolver.spark import sql
+from resolver.table.moves import pointer_jump
+from resolver.table.touches import END, PRODUCE, touches, touches_in_place
 from resolver.tablelayout import TableLayout
-from resolver.touches import END, PRODUCE, touches, touches_in_place
 
 __all__ = ["MAX_LSN", "MAX_TIME_MICROS", "collapse_untracked", "max_time", "resolve_versions"]
 

@@ -10,14 +10,14 @@ from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from resolver import sql
-from resolver.delta import set_properties
-from resolver.drops import add_point
-from resolver.lake import (
+from resolver.lake.delta import set_properties
+from resolver.lake.folders import (
     KEY_PROPERTY,
     KEY_SOURCE_PROPERTY,
     TablePaths,
 )
+from resolver.plan.drops import add_point
+from resolver.spark import sql
 from resolver.tablelayout import TableLayout
 
 log = logging.getLogger(__name__)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 
-from resolver.exploded import Exploded, moved_events
 from resolver.models import TableSummary
-from resolver.quarantine import bad_value_records
+from resolver.plan.tablemeta import TableMeta
+from resolver.table.exploded import Exploded, moved_events
+from resolver.table.quarantine import bad_value_records
 from resolver.tablelayout import TableLayout
-from resolver.tablemeta import TableMeta
 
 __all__ = ["already_applied", "empty_summary", "table_summary"]
 
@@ -17,7 +17,7 @@ __all__ = ["already_applied", "empty_summary", "table_summary"]
 def table_summary(layout: TableLayout, meta: TableMeta, counts: dict[str, int], rounds: int) -> TableSummary:
     """A table's summary of a batch that was applied, from ``counts``: what the MERGEs changed (``s_insert``,
     ``s_update``, ``s_delete``, ``h_total``) and the batch's moves, late events and bad values
-    (``resolver.exploded``, ``resolver.merge.late_events``)."""
+    (``resolver.table.exploded``, ``resolver.table.merge.late_events``)."""
     return TableSummary(
         table=layout.table,
         events=meta.events,

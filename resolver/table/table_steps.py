@@ -1,8 +1,10 @@
-"""The steps of one table's batch, as ``resolver.apply.apply_table`` calls them in order, and what the first
+"""The steps of one table's batch, as ``resolver.table.apply.apply_table`` calls them in order, and what the
+first
 of them hands to the rest. Two kinds of batch carry them out: a table's first batch, whose Delta tables
-were just created (``resolver.first_batch.FirstBatch``: what it holds is only its own rows, so finding and
+were just created (``resolver.table.first_batch.FirstBatch``: what it holds is only its own rows, so finding
+and
 reading the affected keys has nothing to do and the silver tables are appended to), and every later one
-(``resolver.later_batch.LaterBatch``: the change store looked up, the history diffed and MERGEd)."""
+(``resolver.table.later_batch.LaterBatch``: the change store looked up, the history diffed and MERGEd)."""
 
 from __future__ import annotations
 
@@ -10,11 +12,11 @@ from typing import Protocol
 
 from pyspark.sql import DataFrame
 
-from resolver.affected import Affected
-from resolver.exploded import Stored
+from resolver.table.affected import Affected
+from resolver.table.exploded import Stored
 from resolver.tablelayout import TableLayout
 
-__all__ = ["Stored", "TableSteps"]  # Stored is resolver.exploded's
+__all__ = ["Stored", "TableSteps"]  # Stored is resolver.table.exploded's
 
 
 class TableSteps(Protocol):

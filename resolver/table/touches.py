@@ -1,4 +1,4 @@
-"""Step 1 of resolving (``resolver.resolve``): every event of a table's changes as *touches* of keys. An
+"""Step 1 of resolving (``resolver.table.resolve``): every event of a table's changes as *touches* of keys. An
 insert or update *produces* its key (``PRODUCE``); a delete, or an update that changes the key (a *move*),
 *ends* its old key (``END``); a truncate ends every key; a column dropped at a point gives every held row a
 *refresh* there."""
@@ -9,14 +9,14 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.window import WindowSpec
 
-from resolver import sql
+from resolver.spark import sql
 from resolver.tablelayout import TableLayout
 
 PRODUCE, END = 1, 0
 
 
 def touches(changes: DataFrame, layout: TableLayout) -> DataFrame:
-    """Every touch of every key (step 1 of ``resolver.resolve``'s docstring): produced images, ends, the
+    """Every touch of every key (step 1 of ``resolver.table.resolve``'s docstring): produced images, ends, the
     ends a truncate gives every key, and the refreshes of dropped columns."""
     values = layout.value_names
     key_t = layout.key_struct_type()

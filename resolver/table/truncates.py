@@ -9,10 +9,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from resolver import delta, sql
-from resolver.lake import (
+from resolver.lake import delta
+from resolver.lake.folders import (
     pending_truncates_path,
 )
+from resolver.spark import sql
 
 _PENDING_SCHEMA = T.StructType(
     [

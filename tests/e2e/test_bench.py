@@ -106,8 +106,8 @@ def test_debezium_input_is_the_wal2json_events_and_reads_without_quarantine(tmp_
     import filecmp
 
     from bench import debezium_input, wal2json_input
+    from resolver.formats.wal2json import Count, Event, read_lines
     from resolver.models import Format
-    from resolver.wal2json import Count, Event, read_lines
 
     def read(path: str, fmt: Format) -> tuple[list[dict], list]:
         with open(path, "rb") as fh:

@@ -17,7 +17,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from resolver import ingest, run_pipeline
-from resolver.capture import CaptureOptions, capture_once
+from resolver.capture.snapshot import CaptureOptions, capture_once
 from resolver.lsn import parse_lsn
 from tests import difftest as d
 from tests.docexamples import example

@@ -1,4 +1,4 @@
-"""``resolver capture`` landing in object storage (``s3://``, ``s3a://``: ``resolver.landing_store``) on a
+"""``resolver capture`` landing in object storage (``s3://``, ``s3a://``: ``resolver.capture.landing``) on a
 real PostgreSQL 15 + wal2json and the session's S3 server (moto's), without Spark: the snapshot, the drained
 changes and a running capture's files are objects put whole under the prefix, the capture's state beside
 them, nothing half-written or pending left, and ``--status`` counts them. ``resolver run`` reading a landing
@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from resolver.capture import CaptureOptions, capture_once
+from resolver.capture.snapshot import CaptureOptions, capture_once
 from tests.harness.postgres import PgDatabase
 from tests.harness.processes import ROOT, Resolver
 from tests.harness.s3 import S3Server

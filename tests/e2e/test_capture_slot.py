@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from resolver.capture import CaptureOptions, capture_once
-from resolver.capture_source import connect, lock_tables, source_tables
-from resolver.capture_status import capture_status
+from resolver.capture.snapshot import CaptureOptions, capture_once
+from resolver.capture.source import connect, lock_tables, source_tables
+from resolver.capture.status import capture_status
 from resolver.errors import ConfigError
 from resolver.lsn import parse_lsn
 from tests.harness.postgres import PgDatabase, PgServer, free_port

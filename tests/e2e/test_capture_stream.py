@@ -1,4 +1,4 @@
-"""``resolver capture`` left running (PostgreSQL's replication protocol, ``resolver.capture_stream``) on a
+"""``resolver capture`` left running (PostgreSQL's replication protocol, ``resolver.capture.stream``) on a
 real PostgreSQL 15 + wal2json, without Spark: each captured transaction lands once, in file order, within
 about ``--interval`` of its commit; the slot follows the database while only uncaptured tables are written;
 a change in a file not yet closed is never confirmed, so a capture killed then loses nothing; SIGTERM closes

@@ -14,7 +14,8 @@ Kafka broker (each batch produced before it is written to the file) into topics 
 key change's delete and create, routed by key, mostly land in different partitions: the create's header
 pairs them), and a pipeline over its topics (``source.kafka``) builds another lake in micro-batches cut
 anywhere. A commit's
-LSN in the lake is Debezium's: the end of the previous transaction's commit (``resolver.debezium``), so the
+LSN in the lake is Debezium's: the end of the previous transaction's commit (``resolver.formats.debezium``),
+so the
 history is compared as of those.
 """
 
@@ -31,11 +32,11 @@ import pytest
 from pyspark.sql import SparkSession
 
 from resolver import ingest
-from resolver.debezium_values import DEFAULT_PLACEHOLDER
+from resolver.config.pipeline import load_pipeline
+from resolver.formats.debezium_values import DEFAULT_PLACEHOLDER
+from resolver.formats.wal2json import Event, read_lines
 from resolver.models import Format, RunSummary
-from resolver.pipeline import load_pipeline
-from resolver.stream import run_stream
-from resolver.wal2json import Event, read_lines
+from resolver.pipelines.stream import run_stream
 from tests import difftest as d
 from tests.harness.debezium import MARKER_TABLE, MARKER_TOPIC, DebeziumCapture
 from tests.harness.kafka import KafkaBroker

@@ -24,17 +24,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: in the order they run: the later ones read the lake the earlier ones wrote
 FUNCTIONS = [
-    "resolver.session.local_session",
-    "resolver.pipeline.load_pipeline",
-    "resolver.read.read_wal2json",
-    "resolver.plan.plan_changes",
-    "resolver.silver.apply_changes",
-    "resolver.batch.ingest",
-    "resolver.run.run_pipeline",
-    "resolver.stream.stream_pipeline",
-    "resolver.timetravel.as_of",
-    "resolver.maintenance.optimize",
-    "resolver.maintenance.vacuum",
+    "resolver.spark.session.local_session",
+    "resolver.config.pipeline.load_pipeline",
+    "resolver.batch.read.read_wal2json",
+    "resolver.plan.batch_plan.plan_changes",
+    "resolver.batch.silver.apply_changes",
+    "resolver.batch.ingest.ingest",
+    "resolver.pipelines.run.run_pipeline",
+    "resolver.pipelines.stream.stream_pipeline",
+    "resolver.ops.timetravel.as_of",
+    "resolver.ops.maintenance.optimize",
+    "resolver.ops.maintenance.vacuum",
 ]
 
 

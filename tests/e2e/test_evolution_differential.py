@@ -26,9 +26,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from resolver import ingest
-from resolver.lake import history_path, snapshot_path
+from resolver.formats.wal2json import Event, read_lines
+from resolver.lake.folders import history_path, snapshot_path
 from resolver.models import Format
-from resolver.wal2json import Event, read_lines
 from tests.harness.debezium import MARKER_TOPIC, DebeziumCapture, payload
 from tests.harness.postgres import PgDatabase, write_lines
 

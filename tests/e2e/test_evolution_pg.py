@@ -11,9 +11,9 @@ from pyspark.sql import SparkSession
 
 from resolver import ingest
 from resolver.errors import ConfigError
-from resolver.lake import changes_path, history_path, schema_log_path, snapshot_path
+from resolver.formats.wal2json import Event, format_lsn, read_lines
+from resolver.lake.folders import changes_path, history_path, schema_log_path, snapshot_path
 from resolver.models import Format
-from resolver.wal2json import Event, format_lsn, read_lines
 from tests.harness.postgres import PgDatabase, write_lines
 
 pytestmark = [pytest.mark.spark, pytest.mark.postgres]

@@ -13,8 +13,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from resolver import ingest, run_pipeline
-from resolver.lake import snapshot_path
-from resolver.wal2json import parse_lsn
+from resolver.formats.wal2json import parse_lsn
+from resolver.lake.folders import snapshot_path
 from tests.harness.postgres import PgDatabase, PgServer, write_lines
 
 pytestmark = [pytest.mark.spark, pytest.mark.postgres]

@@ -1,5 +1,6 @@
 """A pipeline over Kafka topics (``source.kafka``): a real Kafka broker (KRaft, tests/harness/kafka.py),
-Spark's Kafka source, records landed as files (``resolver.kafka_landing``) and applied as landed files are.
+Spark's Kafka source, records landed as files (``resolver.pipelines.kafka_landing``) and applied as landed
+files are.
 
 Ground truth: the same records ingested from a file (Debezium's real recordings in tests/vectors/debezium),
 and the sample stream's expected tables (wal2json format 2, cut into micro-batches inside transactions).
@@ -19,10 +20,10 @@ import pytest
 from pyspark.sql import SparkSession
 
 from resolver import ingest
-from resolver.lake import snapshot_path
-from resolver.pipeline import Pipeline, load_pipeline
-from resolver.run import ledger_path
-from resolver.stream import StreamProgress, checkpoint_path, run_stream, stream_pipeline
+from resolver.config.pipeline import Pipeline, load_pipeline
+from resolver.lake.folders import snapshot_path
+from resolver.pipelines.run import ledger_path
+from resolver.pipelines.stream import StreamProgress, checkpoint_path, run_stream, stream_pipeline
 from tests.harness.kafka import KafkaBroker
 from tests.samplelake import sample_lake_problems
 

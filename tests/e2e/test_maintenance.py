@@ -1,4 +1,5 @@
-"""Maintenance (``resolver.maintenance``, ``resolver optimize`` / ``vacuum``) on a copy of the samples' lake:
+"""Maintenance (``resolver.ops.maintenance``, ``resolver optimize`` / ``vacuum``) on a copy of the samples'
+lake:
 fewer files, the same rows, and time travel through the history table untouched by vacuum."""
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from resolver.errors import ConfigError
-from resolver.lake import KEY_PROPERTY, history_path
-from resolver.lake_tables import lake_tables
-from resolver.maintenance import optimize, vacuum
-from resolver.timetravel import as_of
+from resolver.lake.folders import KEY_PROPERTY, history_path
+from resolver.lake.lake_tables import lake_tables
+from resolver.ops.maintenance import optimize, vacuum
+from resolver.ops.timetravel import as_of
 from tests.samplelake import COMMITS, MOVE, TABLES, sample_lake
 
 pytestmark = pytest.mark.spark
@@ -225,8 +226,8 @@ def test_cli_checks_its_arguments_before_spark(cli: Callable[..., int], lake: st
 def test_a_lake_named_by_a_uri_is_listed_and_maintained_through_spark(
     spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    from resolver.hadoop_files import HadoopFiles
-    from resolver.lake_tables import select_tables
+    from resolver.files.hadoop_files import HadoopFiles
+    from resolver.lake.lake_tables import select_tables
 
     copy = tmp_path_factory.mktemp("maintenance_uri") / "lake"
     shutil.copytree(sample_lake(spark, tmp_path_factory.getbasetemp()), copy)

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from resolver import lake as lake_layout
-from resolver import sql
-from resolver.cli import main
-from resolver.names import qualified
+from resolver.cli.main import main
+from resolver.formats.names import qualified
+from resolver.lake import folders as lake_layout
+from resolver.spark import sql
 from tests.harness.postgres import PgDatabase, write_lines
 
 pytestmark = [pytest.mark.spark, pytest.mark.postgres]

@@ -1,4 +1,5 @@
-"""Policies for unknown tables, unknown columns and unsafe type changes (resolver.policy), on events from a
+"""Policies for unknown tables, unknown columns and unsafe type changes (resolver.config.policy), on events
+from a
 real PostgreSQL: evolve takes them, fail refuses the batch in one line and writes nothing, quarantine sends
 the events whole to the quarantine table and applies the rest."""
 
@@ -12,12 +13,12 @@ import pytest
 from pyspark.sql import SparkSession
 
 from resolver import BatchOptions, ingest
+from resolver.config.policy import Policies, Policy
+from resolver.config.tableschema import parse_schema
 from resolver.errors import ConfigError
-from resolver.lake import snapshot_path
+from resolver.formats.wal2json import Event, format_lsn, read_lines
+from resolver.lake.folders import snapshot_path
 from resolver.models import Format
-from resolver.policy import Policies, Policy
-from resolver.tableschema import parse_schema
-from resolver.wal2json import Event, format_lsn, read_lines
 from tests.harness.postgres import PgDatabase, write_lines
 
 pytestmark = [pytest.mark.spark, pytest.mark.postgres]

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
 from resolver.models import ChangeEvent, Operation
-from resolver.sparkschema import spark_schema
+from resolver.spark.sparkschema import spark_schema
 from tests.reference import MAX_LSN, MAX_TIME, Resolved, resolve
 
 EXAMPLES = int(os.environ.get("RESOLVER_PROPERTY_EXAMPLES", "4"))

@@ -17,10 +17,10 @@ from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
 from resolver import run_pipeline
-from resolver.cli import main
-from resolver.lake import history_path, snapshot_path
-from resolver.lock import LakeBusy, lock_path
-from resolver.run import ledger_path
+from resolver.cli.main import main
+from resolver.lake.folders import history_path, snapshot_path
+from resolver.lake.lock import LakeBusy, lock_path
+from resolver.pipelines.run import ledger_path
 from tests import difftest as d
 from tests.harness.fixtures import Captures
 from tests.harness.postgres import PgDatabase, write_lines
@@ -72,7 +72,9 @@ def test_a_growing_landing_folder_with_killed_runs_equals_postgresql(
         for i in range(rounds[r - 1] if r else 0, upto):
             write_lines(tmp_path / "landing" / f"{i:04d}.json", files[i])
         printed = _kill_at(pipeline, KILL_AT[r])
-        with caplog.at_level(logging.WARNING, logger="resolver.lock"):  # once the killed run's JVM is gone
+        with caplog.at_level(
+            logging.WARNING, logger="resolver.lake.lock"
+        ):  # once the killed run's JVM is gone
             summary = run_pipeline(spark, str(pipeline), wait_seconds=300)
         assert "taking over the lock" in caplog.text, printed
         caplog.clear()

@@ -8,7 +8,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from resolver import ingest
-from resolver.lake import history_path, snapshot_path
+from resolver.lake.folders import history_path, snapshot_path
 from tests.harness.postgres import PgDatabase, write_lines
 
 pytestmark = [pytest.mark.spark, pytest.mark.postgres]

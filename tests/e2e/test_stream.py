@@ -15,11 +15,11 @@ import pytest
 from pyspark.sql import SparkSession
 
 from resolver import run_pipeline
-from resolver.cli import main
-from resolver.lake import snapshot_path
-from resolver.pipeline import load_pipeline
-from resolver.run import ledger_path
-from resolver.stream import checkpoint_path, run_stream
+from resolver.cli.main import main
+from resolver.config.pipeline import load_pipeline
+from resolver.lake.folders import snapshot_path
+from resolver.pipelines.run import ledger_path
+from resolver.pipelines.stream import checkpoint_path, run_stream
 from tests import difftest as d
 from tests.harness.fixtures import Captures
 from tests.harness.postgres import write_lines

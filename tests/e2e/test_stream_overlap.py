@@ -1,7 +1,7 @@
 """Runs of one pipeline that overlap (issue 34): a stream owns its pipeline for its whole life, so a second
 stream or a scheduled run of it is refused at once (exit status 4, one line naming the holder) before it
 starts any streaming query, and the holder's checkpoint is untouched; a stream killed with SIGKILL leaves
-nothing that blocks the next one. The owner lock itself (``resolver.lock``: two holders, a holder whose
+nothing that blocks the next one. The owner lock itself (``resolver.lake.lock``: two holders, a holder whose
 process is gone taken over once its Spark driver ended too, waiting, a scheduled run's two locks) is
 checked without Spark; the runs are real ``resolver`` processes on the sample stream, whose expected tables
 are the ground truth."""
@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from resolver.lock import (
+from resolver.config.pipeline import load_pipeline
+from resolver.lake.lock import (
     LakeBusy,
     PipelineBusy,
     Taker,
@@ -32,8 +33,7 @@ from resolver.lock import (
     pipeline_lock,
     run_locks,
 )
-from resolver.pipeline import load_pipeline
-from resolver.run import checkpoint_path
+from resolver.pipelines.run import checkpoint_path
 from tests.harness.processes import ROOT, Resolver
 from tests.samplelake import sample_lake_problems
 
@@ -88,7 +88,7 @@ def test_the_owner_lock_refuses_a_second_holder_takes_over_a_gone_one_and_waits(
     killed = {"run_id": "killed", "host": socket.gethostname(), "pid": GONE, "helper_pids": [driver.pid]}
     Path(path).write_text(json.dumps(killed))
     started = time.monotonic()
-    with caplog.at_level(logging.INFO, logger="resolver.lock"):
+    with caplog.at_level(logging.INFO, logger="resolver.lake.lock"):
         with pipeline_lock(checkpoint, "p.yaml", Taker("next"), poll_seconds=0.05):  # no --wait: taken over
             assert json.loads(Path(path).read_text())["run_id"] == "next"
     assert time.monotonic() - started > 0.5

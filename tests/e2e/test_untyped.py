@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from resolver.cli import main
-from resolver.debezium_values import DEFAULT_PLACEHOLDER
+from resolver.cli.main import main
+from resolver.formats.debezium_values import DEFAULT_PLACEHOLDER
 
 pytestmark = pytest.mark.spark
 

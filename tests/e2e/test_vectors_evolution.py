@@ -14,9 +14,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from resolver import ingest
-from resolver.lake import history_path, snapshot_path
+from resolver.formats.wal2json import Event, format_lsn, read_lines
+from resolver.lake.folders import history_path, snapshot_path
 from resolver.models import Format
-from resolver.wal2json import Event, format_lsn, read_lines
 from tests.harness.postgres import PgDatabase, split_sql, write_lines
 
 pytestmark = [pytest.mark.spark, pytest.mark.postgres]

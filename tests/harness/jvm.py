@@ -57,7 +57,7 @@ _STALE_DAYS = 7
 _DUMP = """
 import sys
 from pyspark import SparkContext
-from resolver.cli import main
+from resolver.cli.main import main
 code = main(["ingest", sys.argv[1], "--lake", sys.argv[2]])
 jvm = SparkContext._gateway.proc
 SparkContext._active_spark_context.stop()

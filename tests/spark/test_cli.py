@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from resolver.cli import main
+from resolver.cli.main import main
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

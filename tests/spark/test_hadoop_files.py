@@ -1,4 +1,4 @@
-"""Input named by URIs is read through Spark's Hadoop file systems (``resolver.hadoop_files``, the
+"""Input named by URIs is read through Spark's Hadoop file systems (``resolver.files.hadoop_files``, the
 ``binaryFile`` source) and gives exactly what the local reader gives: events, quarantine (line numbers and
 raw bytes), counts, format detection and the stitching of a transaction cut by a file boundary. Here the
 URIs are ``file:`` ones (the same code path as ``s3a://`` and the others, on the local file system)."""
@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from resolver.cli import main
+from resolver.batch.read import read_wal2json
+from resolver.cli.main import main
 from resolver.errors import ConfigError
-from resolver.hadoop_files import HadoopFiles, files_for
-from resolver.input_files import LOCAL
+from resolver.files.hadoop_files import HadoopFiles, files_for
+from resolver.files.input_files import LOCAL
 from resolver.paths import is_uri
-from resolver.read import read_wal2json
 from tests.samplelake import sample_lake_problems
 
 pytestmark = pytest.mark.spark

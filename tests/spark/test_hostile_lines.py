@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from resolver.cli import main
+from resolver.cli.main import main
 from tests.samplelake import sample_lake_problems
 
 pytestmark = pytest.mark.spark

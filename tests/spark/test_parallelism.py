@@ -1,4 +1,4 @@
-"""The pool of table threads (``resolver.parallelism``, ``spark.resolver.parallelTables``): the sample
+"""The pool of table threads (``resolver.spark.parallelism``, ``spark.resolver.parallelTables``): the sample
 stream's three tables applied one at a time give the lake PostgreSQL had, and a bad setting fails before
 anything is written, with one line."""
 
@@ -10,9 +10,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from resolver import ingest
-from resolver.cli import main
+from resolver.cli.main import main
 from resolver.errors import ConfigError
-from resolver.parallelism import PARALLEL_TABLES_SETTING
+from resolver.spark.parallelism import PARALLEL_TABLES_SETTING
 from tests.samplelake import sample_lake_problems
 
 pytestmark = pytest.mark.spark

@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from resolver import ingest
-from resolver.lake import history_path, snapshot_path
+from resolver.lake.folders import history_path, snapshot_path
 
 pytestmark = pytest.mark.spark
 
@@ -70,7 +70,7 @@ def test_key_ranges_keep_every_key_they_were_taken_from(spark: SparkSession) -> 
     NULLs in string keys survive as SQL literals, on plain columns and on the fields of ``__key``."""
     from pyspark.sql import functions as F
 
-    from resolver.merge import key_ranges, range_sql
+    from resolver.table.merge import key_ranges, range_sql
 
     regions = ["a'b", "c\\d", "e`f", "ápac", "", None, "z", "a"]
     df = spark.createDataFrame([(r, i) for i, r in enumerate(regions)], "region string, id int")
@@ -97,7 +97,7 @@ def test_a_batch_applied_again_is_found_applied_without_resolving(
     same rows."""
     from delta.tables import DeltaTable
 
-    from resolver.maintenance import optimize
+    from resolver.ops.maintenance import optimize
 
     lake = str(tmp_path / "lake")
     files = [str(SEED / "batch1.json"), str(SEED / "batch2.json")]
@@ -129,8 +129,8 @@ def test_deletion_vectors_are_used_once_the_change_store_is_large_enough(
     write deletion vectors and leave the rows the article expects."""
     from delta.tables import DeltaTable
 
-    from resolver.deletion_vectors import FROM_BYTES_SETTING
-    from resolver.lake import DELETION_VECTORS_PROPERTY, changes_path
+    from resolver.lake.deletion_vectors import FROM_BYTES_SETTING
+    from resolver.lake.folders import DELETION_VECTORS_PROPERTY, changes_path
 
     def properties(path: str) -> dict[str, str]:
         return dict(DeltaTable.forPath(spark, path).detail().select("properties").first()[0])
@@ -158,8 +158,8 @@ def test_deletion_vectors_are_used_once_the_change_store_is_large_enough(
 
 
 def test_a_bad_deletion_vector_setting_fails_with_one_line(spark: SparkSession, tmp_path: Path) -> None:
-    from resolver.deletion_vectors import FROM_BYTES_SETTING
     from resolver.errors import ConfigError
+    from resolver.lake.deletion_vectors import FROM_BYTES_SETTING
 
     lake = str(tmp_path / "lake")
     ingest(spark, [str(SEED / "batch1.json")], lake, "wal2json-v2")
@@ -183,10 +183,10 @@ def test_the_explode_pass_measures_what_separate_aggregates_count(
     from pyspark.sql import functions as F
 
     from resolver import read_wal2json
-    from resolver.exploded import explode_batch, moved_events
-    from resolver.merge import key_ranges, keys_of
-    from resolver.plan import plan_changes
-    from resolver.store import is_move
+    from resolver.plan.batch_plan import plan_changes
+    from resolver.table.exploded import explode_batch, moved_events
+    from resolver.table.merge import key_ranges, keys_of
+    from resolver.table.store import is_move
 
     at = '"timestamp":"2026-11-21 16:30:12+00","lsn":"0/1932960"'
     odd = tmp_path / "odd.json"  # a timestamp Spark cannot hold: a bad value

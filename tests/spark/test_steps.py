@@ -1,4 +1,5 @@
-"""``resolver.steps``: the jobs of a step carry its name, the thread's description comes back afterwards,
+"""``resolver.spark.steps``: the jobs of a step carry its name, the thread's description comes back
+afterwards,
 and ``python -m bench.steps`` attributes Delta's own job descriptions to the step that ran them."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from bench.steps import job_descriptions, step_of
-from resolver.steps import DESCRIPTION, step
+from resolver.spark.steps import DESCRIPTION, step
 
 
 def test_step_of_reads_the_step_through_deltas_words() -> None:

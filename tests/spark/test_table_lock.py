@@ -1,4 +1,4 @@
-"""The lock of a lake named by a URI (``resolver.table_lock``): a one-row Delta table taken by
+"""The lock of a lake named by a URI (``resolver.lake.table_lock``): a one-row Delta table taken by
 compare-and-swap commits. Runs on ``file:`` URIs (the same code as on S3), with real Delta commits racing
 on threads."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from resolver.lock import LakeBusy, Taker, lake_lock
-from resolver.table_lock import TableLock
+from resolver.lake.lock import LakeBusy, Taker, lake_lock
+from resolver.lake.table_lock import TableLock
 
 pytestmark = pytest.mark.spark
 

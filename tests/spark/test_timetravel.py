@@ -1,4 +1,5 @@
-"""Time travel (``resolver.timetravel.as_of``, ``resolver as-of``) on a lake of the samples, checked against a
+"""Time travel (``resolver.ops.timetravel.as_of``, ``resolver as-of``) on a lake of the samples, checked
+against a
 plain-Python replay of the sample's events up to each point."""
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from resolver.errors import ConfigError
-from resolver.lake import snapshot_path
-from resolver.timetravel import as_of, point
-from resolver.wal2json import format_lsn
+from resolver.formats.wal2json import format_lsn
+from resolver.lake.folders import snapshot_path
+from resolver.ops.timetravel import as_of, point
 from tests.samplelake import COMMITS, MOVE, TABLES, sample_events, sample_lake
 
 pytestmark = pytest.mark.spark

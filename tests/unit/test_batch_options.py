@@ -1,13 +1,14 @@
-"""The options of one batch (``resolver.batch_options``): the defaults, and one line for anything else passed
+"""The options of one batch (``resolver.config.batch_options``): the defaults, and one line for anything else
+passed
 where the options go. No Spark."""
 
 from __future__ import annotations
 
 import pytest
 
-from resolver.batch_options import BatchOptions, batch_options
-from resolver.policy import Policies, Policy
-from resolver.stitch_plan import CLOSED
+from resolver.config.batch_options import BatchOptions, batch_options
+from resolver.config.policy import Policies, Policy
+from resolver.formats.stitch_plan import CLOSED
 
 
 def test_no_options_are_the_defaults_and_options_are_kept() -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from resolver.capture_command import _options, add_capture
-from resolver.cli import main
+from resolver.cli.capture_command import _options, add_capture
+from resolver.cli.main import main
 
 
 def _args(*argv: str) -> argparse.Namespace:

@@ -1,4 +1,5 @@
-"""``resolver.coverage``: why a table's events cannot be applied, and the check every batch's summaries pass
+"""``resolver.plan.coverage``: why a table's events cannot be applied, and the check every batch's summaries
+pass
 (each table that received events applied, held or reported). No Spark."""
 
 from __future__ import annotations
@@ -7,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from resolver.coverage import HELD_NOTE, check_covered, unapplied
 from resolver.errors import ResolverError
 from resolver.models import TableSummary
-from resolver.tablemeta import TableMeta
+from resolver.plan.coverage import HELD_NOTE, check_covered, unapplied
+from resolver.plan.tablemeta import TableMeta
 
 
 class _Layout:

@@ -1,4 +1,5 @@
-"""``resolver.debezium`` on real Debezium output (tests/vectors/debezium/, recorded from PostgreSQL 15 by
+"""``resolver.formats.debezium`` on real Debezium output (tests/vectors/debezium/, recorded from PostgreSQL
+15 by
 tests/harness/java/debezium/record_vectors.py): what each record becomes, the order, key changes, the TOAST
 placeholder, and bad records to quarantine. No Spark, no JVM."""
 
@@ -11,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from resolver.debezium_values import DEFAULT_PLACEHOLDER
+from resolver.formats.debezium_values import DEFAULT_PLACEHOLDER
+from resolver.formats.wal2json import Count, Event, Quarantined, detect_format, read_lines
 from resolver.models import Format
-from resolver.wal2json import Count, Event, Quarantined, detect_format, read_lines
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors" / "debezium"
 

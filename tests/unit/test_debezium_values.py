@@ -1,4 +1,4 @@
-"""``resolver.debezium_values``: Debezium's encodings back to PostgreSQL's text (no Spark, no JVM)."""
+"""``resolver.formats.debezium_values``: Debezium's encodings back to PostgreSQL's text (no Spark, no JVM)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from resolver.debezium_values import DEFAULT_PLACEHOLDER, codec_of, is_placeholder, plain_text
+from resolver.formats.debezium_values import DEFAULT_PLACEHOLDER, codec_of, is_placeholder, plain_text
 
 _T = "io.debezium.time."
 

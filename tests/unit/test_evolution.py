@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from resolver.config.policy import Policy
 from resolver.errors import ConfigError
-from resolver.evolution import evolve_type, widens
 from resolver.pgtypes import spark_type
-from resolver.policy import Policy
+from resolver.plan.evolution import evolve_type, widens
 
 
 @pytest.mark.parametrize(

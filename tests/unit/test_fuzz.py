@@ -11,12 +11,14 @@ ten is read as the other format.
 For each stream:
 * ``read_lines`` raises nothing and yields only ``Event``, ``Quarantined``, ``Fragment`` and ``Count``;
 * every quarantine reason is one line ending in ``(rule: <rule>)``;
-* every non-blank line is accounted for exactly once (``unaccounted`` below, after the ``resolver.wal2json``
+* every non-blank line is accounted for exactly once (``unaccounted`` below, after the
+  ``resolver.formats.wal2json``
   module docstring): the line ranges of quarantined records, fragments, counted transactions, messages
   outside them and v2 events read without framing never overlap and cover every non-blank line; inside a
   counted v2 transaction each line but its B and C is exactly one event, quarantined change or message;
   a v1 transaction's events carry its first line;
-* the rows a Spark task makes of them (``resolver.read``'s task function, run here without Spark) convert
+* the rows a Spark task makes of them (``resolver.batch.read``'s task function, run here without Spark)
+  convert
   to Arrow under the parse schema (an out-of-range number there would fail the task);
 * ``detect_format`` raises nothing either.
 
@@ -39,9 +41,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from resolver.batch.read import _parse_files
+from resolver.formats.wal2json import Count, Event, Fragment, Quarantined, detect_format, read_lines
 from resolver.models import Format
-from resolver.read import _parse_files
-from resolver.wal2json import Count, Event, Fragment, Quarantined, detect_format, read_lines
 
 V1, V2 = Format.WAL2JSON_V1, Format.WAL2JSON_V2
 ROOT = Path(__file__).resolve().parents[2]
@@ -298,7 +300,7 @@ def unaccounted(data: bytes, items: list[Any], fmt: Format) -> list[str]:
 
 
 def task_rows(path: Path, fmt: Format) -> int:
-    """The rows a Spark task makes of one file (``resolver.read``'s task function, called directly)."""
+    """The rows a Spark task makes of one file (``resolver.batch.read``'s task function, called directly)."""
     run = _parse_files([str(path)], fmt)
     index = pa.RecordBatch.from_pydict({"file_index": pa.array([0], pa.int32())})
     return sum(batch.num_rows for batch in run(iter([index])))

@@ -1,4 +1,5 @@
-"""How the lake chooses a table's key from what batches report (``resolver.silver``, docs/silver.md "Key").
+"""How the lake chooses a table's key from what batches report (``resolver.batch.silver``, docs/silver.md
+"Key").
 
 Pure functions, no Spark: the evidence a batch gives, and how the lake's key evolves with it. The rule that
 makes delivery order irrelevant: evidence only accumulates (no key -> index identity -> FULL identity).
@@ -10,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from resolver.config.tableschema import TableSchema
 from resolver.errors import ConfigError
-from resolver.keys import evolve_key, reported_key
-from resolver.tablemeta import TableMeta
-from resolver.tableschema import TableSchema
+from resolver.plan.keys import evolve_key, reported_key
+from resolver.plan.tablemeta import TableMeta
 
 NAMES = ["rid", "msg", "amt"]
 

@@ -1,5 +1,6 @@
-"""Table names as PostgreSQL writes them (resolver.names), their folders in the lake (resolver.lake) and
-their quoting in Spark SQL (resolver.sql): one-to-one, inside the lake, readable for ordinary names. No
+"""Table names as PostgreSQL writes them (resolver.formats.names), their folders in the lake
+(resolver.lake.folders) and
+their quoting in Spark SQL (resolver.spark.sql): one-to-one, inside the lake, readable for ordinary names. No
 Spark."""
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from resolver import lake, sql
 from resolver.errors import ConfigError
-from resolver.names import TableName, qualified, quote_part, split_qualified
+from resolver.formats.names import TableName, qualified, quote_part, split_qualified
+from resolver.lake import folders as lake
+from resolver.spark import sql
 
 HOSTILE = [
     ("public", "orders"),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from resolver.package_jars import remembered_jars, reusable
+from resolver.spark.package_jars import remembered_jars, reusable
 
 DELTA = "io.delta:delta-spark_4.2_2.13:4.4.0"
 
@@ -37,7 +37,7 @@ def jars(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
 
 
 def _remember(packages: str, version: str, jars: str) -> None:
-    from resolver.package_jars import remember_jars
+    from resolver.spark.package_jars import remember_jars
 
     remember_jars(packages, version, _Session(jars))  # type: ignore[arg-type]
 

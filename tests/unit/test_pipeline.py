@@ -1,4 +1,5 @@
-"""Pipeline files (resolver.pipeline): validation with path and hint, settings per table, the source's files.
+"""Pipeline files (resolver.config.pipeline): validation with path and hint, settings per table, the source's
+files.
 No Spark."""
 
 from __future__ import annotations
@@ -8,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from resolver.config.pipeline import Output, load_pipeline, parse_pipeline
+from resolver.config.policy import Policy
 from resolver.errors import ConfigError
 from resolver.models import Format
-from resolver.pipeline import Output, load_pipeline, parse_pipeline
-from resolver.policy import Policy
 
 FULL = """
 source: {path: landing/, format: wal2json-v2}
@@ -138,7 +139,7 @@ def test_the_source_format_is_optional(tmp_path: Path) -> None:
     p = parse_pipeline("source: {path: landing}\nlake: lake\n", "p.yaml", tmp_path)
     assert (
         p.source.format is None
-    )  # resolver run detects it from the files (resolver.input_files.resolve_format)
+    )  # resolver run detects it from the files (resolver.files.input_files.resolve_format)
     given = parse_pipeline("source: {path: landing, format: wal2json-v1}\nlake: lake\n", "p.yaml", tmp_path)
     assert given.source.format == Format.WAL2JSON_V1
 

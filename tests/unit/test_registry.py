@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from resolver.cli import main
+from resolver.cli.main import main
+from resolver.config.registry import check_schemas, infer_schemas, render
+from resolver.config.tableschema import load_schemas
 from resolver.errors import ConfigError
-from resolver.registry import check_schemas, infer_schemas, render
-from resolver.tableschema import load_schemas
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from resolver.errors import ConfigError
-from resolver.runtime import (
+from resolver.spark.runtime import (
     ARROW_PACKAGES,
     SPARK_PACKAGES,
     Requirement,

@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from resolver.spark_options import add_spark_arguments, settings
+from resolver.cli.spark_options import add_spark_arguments, settings
 
 
 def _parse(*argv: str) -> argparse.Namespace:

@@ -1,6 +1,7 @@
-"""Which fragments make one transaction (``resolver.stitch_plan``), from the pure reader's fragments of real
+"""Which fragments make one transaction (``resolver.formats.stitch_plan``), from the pure reader's fragments
+of real
 wal2json framing: a transaction cut into a tail, middles and a head, a bad line inside it, transactions
-left for a later batch, streams without framing. No Spark: the aggregate ``resolver.stitch.summarize``
+left for a later batch, streams without framing. No Spark: the aggregate ``resolver.batch.stitch.summarize``
 takes in Spark is done here over the reader's own items."""
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from resolver.formats.stitch_plan import CUT_OFF, LATER, MATCHED, UNFRAMED, Part, ReadWindow, plan_stitching
+from resolver.formats.wal2json import Count, Event, Fragment, Quarantined, read_lines
 from resolver.models import Format
-from resolver.stitch_plan import CUT_OFF, LATER, MATCHED, UNFRAMED, Part, ReadWindow, plan_stitching
-from resolver.wal2json import Count, Event, Fragment, Quarantined, read_lines
 
 B = '{"action":"B","xid":7,"lsn":"0/10","nextlsn":"0/%X"}'
 C = '{"action":"C","xid":7,"lsn":"0/10","nextlsn":"0/%X"}'
@@ -33,7 +34,7 @@ def _read(files: list[list[str]]) -> list[tuple[int, Any]]:
 
 
 def _parts(items: list[tuple[int, Any]]) -> list[Part]:
-    """What ``resolver.stitch.summarize`` computes in Spark: per file and role, the commit LSN, events,
+    """What ``resolver.batch.stitch.summarize`` computes in Spark: per file and role, the commit LSN, events,
     lines and change slots; and a ``whole`` part per file with complete transactions."""
     groups: dict[tuple[int, str], list[Fragment]] = defaultdict(list)
     for i, item in items:
@@ -63,7 +64,7 @@ def _parts(items: list[tuple[int, Any]]) -> list[Part]:
 
 
 def _stitched(items: list[tuple[int, Any]], plan: Any) -> list[tuple[int | None, int, int]]:
-    """(commit LSN, position, id) of the events the plan gives, as ``resolver.stitch.stitch`` does."""
+    """(commit LSN, position, id) of the events the plan gives, as ``resolver.batch.stitch.stitch`` does."""
     out = []
     for i, item in items:
         if isinstance(item, Fragment) and item.row is not None:

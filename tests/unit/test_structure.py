@@ -1,6 +1,8 @@
 """The package's shape, checked: the modules that parse and decide import no Spark (their tests run without a
-JVM), no two modules of ``resolver`` import each other, directly or through others, and no function takes
-more than six parameters (options objects instead of lists of flags). No Spark."""
+JVM): every module of ``formats/``, ``config/`` and ``capture/`` and the others listed; each package imports
+only itself, the shared modules at the top and the packages below it (``LAYERS``); no two modules of
+``resolver`` import each other, directly or through others; and no function takes more than six parameters
+(options objects instead of lists of flags). No Spark."""
 
 from __future__ import annotations
 
@@ -13,47 +15,66 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "resolver"
 
-PURE = [
-    "resolver.wal2json",
-    "resolver.wal2json_v1",
-    "resolver.wal2json_v2",
-    "resolver.wal2json_record",
-    "resolver.wal2json_detect",
-    "resolver.debezium",
-    "resolver.debezium_values",
-    "resolver.keys",
-    "resolver.drops",
-    "resolver.tablemeta",
-    "resolver.input_files",
-    "resolver.paths",
-    "resolver.spark_options",
-    "resolver.lake_tables",
-    "resolver.printing",
-    "resolver.commands",
-    "resolver.cli",
-    "resolver.sql",
-    "resolver.policy",
-    "resolver.evolution",
-    "resolver.tableschema",
-    "resolver.pipeline",
-    "resolver.lake",
-    "resolver.names",
-    "resolver.package_jars",
-    "resolver.errors",
-    "resolver.models",
-    "resolver.snapshot_records",
-    "resolver.capture",
-    "resolver.capture_command",
-    "resolver.capture_source",
-    "resolver.capture_status",
-    "resolver.capture_drain",
-    "resolver.landing_files",
-    "resolver.landing_store",
-    "resolver.capture_stream",
-    "resolver.capture_copy",
-    "resolver.stitch_plan",
-    "resolver.batch_options",
-]
+#: the packages, lowest first: a module imports (at its top level) only modules of its own package, of the
+#: shared modules at the top of ``resolver`` ("") and of the packages before its own
+LAYERS = ("", "formats", "spark", "lake", "files", "config", "capture", "plan", "table", "batch", "pipelines",
+          "ops", "cli")  # fmt: skip
+#: packages none of whose modules imports Spark
+PURE_PACKAGES = ("formats", "config", "capture")
+
+
+def _name(path: Path) -> str:
+    """A module's dotted name (a package's ``__init__`` is the package)."""
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+PURE = sorted(
+    {m for m in MODULES if m.split(".")[1:2] and m.split(".")[1] in PURE_PACKAGES}
+    | {
+        "resolver.formats.wal2json",
+        "resolver.formats.wal2json_v1",
+        "resolver.formats.wal2json_v2",
+        "resolver.formats.wal2json_record",
+        "resolver.formats.wal2json_detect",
+        "resolver.formats.debezium",
+        "resolver.formats.debezium_values",
+        "resolver.plan.keys",
+        "resolver.plan.drops",
+        "resolver.plan.tablemeta",
+        "resolver.files.input_files",
+        "resolver.paths",
+        "resolver.cli.spark_options",
+        "resolver.lake.lake_tables",
+        "resolver.cli.printing",
+        "resolver.cli.commands",
+        "resolver.cli.main",
+        "resolver.spark.sql",
+        "resolver.config.policy",
+        "resolver.plan.evolution",
+        "resolver.config.tableschema",
+        "resolver.config.pipeline",
+        "resolver.lake.folders",
+        "resolver.formats.names",
+        "resolver.spark.package_jars",
+        "resolver.errors",
+        "resolver.models",
+        "resolver.capture.records",
+        "resolver.capture.snapshot",
+        "resolver.cli.capture_command",
+        "resolver.capture.source",
+        "resolver.capture.status",
+        "resolver.capture.drain",
+        "resolver.capture.parts",
+        "resolver.capture.landing",
+        "resolver.capture.stream",
+        "resolver.capture.copy",
+        "resolver.formats.stitch_plan",
+        "resolver.config.batch_options",
+    }
+)
 
 
 @pytest.mark.parametrize("module", PURE)
@@ -65,21 +86,43 @@ def test_a_module_that_parses_or_decides_imports_no_spark(module: str) -> None:
 
 
 def _imports(path: Path) -> set[str]:
-    """The ``resolver`` modules a module imports at its top level (imports inside functions are lazy)."""
+    """The ``resolver`` modules a module imports at its top level (imports inside functions are lazy); a
+    module imported from its package (``from resolver.lake import delta``) counts as that module."""
     out = set()
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("resolver"):
-            if node.module == "resolver":
-                out |= {f"resolver.{a.name}" for a in node.names if (PACKAGE / f"{a.name}.py").exists()}
-            else:
-                out.add(node.module)
+            inside = {f"{node.module}.{a.name}" for a in node.names} & MODULES.keys()
+            out |= inside or {node.module}
         elif isinstance(node, ast.Import):
             out |= {a.name for a in node.names if a.name.startswith("resolver.")}
     return out
 
 
+def _layer(module: str) -> int:
+    """Where a module's package stands in ``LAYERS`` (a shared module at the top: 0)."""
+    parts = module.split(".")
+    return LAYERS.index(parts[1]) if len(parts) > 2 else 0
+
+
+def test_every_package_imports_only_itself_and_the_packages_below_it() -> None:
+    upward = [
+        f"{module} -> {target}"
+        for module, path in MODULES.items()
+        # the public surface re-exports from everywhere (lazily where it needs Spark); python -m runs the CLI
+        if module not in ("resolver", "resolver.__main__")
+        for target in sorted(_imports(path))
+        if target in MODULES and _layer(target) > _layer(module)
+    ]
+    assert upward == []
+
+
+def test_every_package_is_in_a_layer() -> None:
+    packages = {m.split(".")[1] for m in MODULES if len(m.split(".")) > 2}
+    assert packages == set(LAYERS) - {""}
+
+
 def test_no_module_of_the_package_imports_itself_through_others() -> None:
-    graph = {f"resolver.{p.stem}": _imports(p) for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
+    graph = {m: _imports(p) for m, p in MODULES.items() if m != "resolver"}
     circles = []
 
     def visit(module: str, path: list[str]) -> None:
@@ -95,13 +138,14 @@ def test_no_module_of_the_package_imports_itself_through_others() -> None:
 
 
 #: the most parameters a function of ``resolver`` takes (``self`` not counted); more travel in an options
-#: object (``resolver.batch_options.BatchOptions``, ``resolver.lock.Taker``, ``resolver.capture_options``)
+#: object (``resolver.config.batch_options.BatchOptions``, ``resolver.lake.lock.Taker``,
+#: ``resolver.capture.options``)
 MOST_PARAMETERS = 6
 
 
 def test_no_function_takes_more_than_six_parameters() -> None:
     long = []
-    for path in sorted(PACKAGE.glob("*.py")):
+    for path in sorted(PACKAGE.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 a = node.args

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from resolver.config.tableschema import load_schemas, parse_schema
 from resolver.errors import ConfigError
 from resolver.pgtypes import spark_type
-from resolver.tableschema import load_schemas, parse_schema
 
 GOOD = """
 table: public.customers
@@ -135,7 +135,7 @@ def test_every_type_name_in_the_vectors_maps_to_a_valid_spark_type() -> None:
                     names.update(change.get("columntypes", []))
                     names.update(c["type"] for c in change.get("columns", []) if "type" in c)
     assert len(names) > 40
-    from resolver.tableschema import check_spark_type
+    from resolver.config.tableschema import check_spark_type
 
     for name in names:
         assert check_spark_type(spark_type(name)) == spark_type(name)

@@ -14,9 +14,8 @@ from typing import Any
 import pytest
 
 from resolver.errors import ConfigError
-from resolver.input_files import resolve_format
-from resolver.models import ChangeEvent, Format
-from resolver.wal2json import (
+from resolver.files.input_files import resolve_format
+from resolver.formats.wal2json import (
     DETECT_LINES,
     Count,
     Event,
@@ -29,6 +28,7 @@ from resolver.wal2json import (
     parse_lsn,
     read_lines,
 )
+from resolver.models import ChangeEvent, Format
 
 INDEX = Path(__file__).resolve().parents[3] / "shared/reference/wal2json_vectors/index.json"
 V1, V2 = Format.WAL2JSON_V1, Format.WAL2JSON_V2
@@ -54,7 +54,8 @@ def _read(rows: Iterable[str], fmt: Format) -> list[Any]:
 
 def _events(items: list[Any]) -> list[dict[str, Any]]:
     """The events of one file read alone; a file without B/C framing (``include-transaction=0``) comes as
-    middle fragments, which a batch without framed files reads record by record (resolver.stitch_plan)."""
+    middle fragments, which a batch without framed files reads record by record
+    (resolver.formats.stitch_plan)."""
     roles = {i.role for i in items if isinstance(i, Fragment)}
     framed = roles - {"middle"} or any(isinstance(i, Count) and i.name == "transactions" for i in items)
     unframed = [i.row for i in items if isinstance(i, Fragment) and i.role == "middle" and not framed]
@@ -122,7 +123,9 @@ def test_write_in_chunks_transaction_is_reassembled() -> None:
 
 def test_numbers_keep_their_exact_text_and_specials_arrive_as_null() -> None:
     rows = _output("local_B", 0)  # format 2, include-transaction=0: records without B/C
-    items = _read(rows, V2)  # a file without B/C is a middle: resolver.stitch_plan reads it as unframed
+    items = _read(
+        rows, V2
+    )  # a file without B/C is a middle: resolver.formats.stitch_plan reads it as unframed
     assert {i.role for i in items if isinstance(i, Fragment)} == {"middle"}
     events = _events(items)
     by_id = {
@@ -387,7 +390,7 @@ def test_counts_name_the_lines_they_stand_for() -> None:
 
 
 def test_an_unforeseen_failure_on_one_record_quarantines_it_with_the_exception_named() -> None:
-    from resolver.wal2json_v2 import _Line, _v2_change
+    from resolver.formats.wal2json_v2 import _Line, _v2_change
 
     rec = {"action": "I", "columns": []}  # as no valid record is: validation would have required "table"
     q = _v2_change(_Line(3, "raw", rec, None), rec, "f.json", None, 0)

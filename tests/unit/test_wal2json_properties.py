@@ -14,8 +14,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from resolver.formats.wal2json import Event, Fragment, Quarantined, format_lsn, read_lines
 from resolver.models import Format
-from resolver.wal2json import Event, Fragment, Quarantined, format_lsn, read_lines
 
 V2 = Format.WAL2JSON_V2
 

@@ -1,0 +1,2 @@
+"""Spark itself: the local session and the supported Spark/Delta pairs, Spark schemas of the models, SQL
+helpers, the steps that name Spark's jobs and the pool that applies tables in parallel."""
