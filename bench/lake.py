@@ -1,6 +1,5 @@
 """Large targets written straight with Spark ``range()``, for our lake and for the baselines' tables.
-
-Feeding 50M rows through wal2json would take hours here (the parser reads ~20k events/s, see
+ Feeding 50M rows through wal2json would take hours here (the parser reads ~20k events/s, see
 ``PARSE_RESULTS.md``), so ``seed_lake`` writes the target (``bench.workload``: keys ``0..N-1``, ``versions``
 versions each) directly into the three tables the resolver keeps for a table (``resolver/batch/silver.py``):
 
@@ -9,8 +8,7 @@ versions each) directly into the three tables the resolver keeps for a table (``
    (key, key source, schema version, column state);
 2. the rest of the change store is appended (one typed change row per key and version, as
    ``resolver.table.explode`` writes them), and the history and snapshot are overwritten with every version
-   and
-   every live row, computed with the same formulas as ``bench.workload``;
+   and every live row, computed with the same formulas as ``bench.workload``;
 3. the store gets the marker a batch leaves (``resolver.appliedVersion``, ``resolver.holds``), as a lake
    the resolver kept up to date would have it.
 
@@ -136,8 +134,7 @@ def seed_lake(spark: SparkSession, lake: str, spec: Spec) -> None:
 
 def _mark_applied(spark: SparkSession, store: str) -> None:
     """The marker a resolver batch leaves on the change store (``resolver.batch.silver.APPLIED_PROPERTY``):
-    the
-    silver tables hold the store's current version, which holds no key change or truncate; a lake in
+    the silver tables hold the store's current version, which holds no key change or truncate; a lake in
     steady state has it, so the goals do not time a first batch's pass over the store."""
     import json
 

@@ -16,8 +16,7 @@
    layout, (e)/(f) (a)/(d) with file:// URIs (the object-store reader: Spark's binaryFile source).
    Debezium: (g), (h), (i), (j) as (a), (b), (c), (d). Then, outside Spark, one run of the pure-Python
    reader ``resolver.formats.wal2json.read_lines`` on one core per format (plus plain ``json.loads`` of every
-   line,
-   the floor for any Python parser).
+   line, the floor for any Python parser).
 3. Prints a table and writes it to ``bench/PARSE_RESULTS.md`` with the machine and the command
    (``bench.parse_report``).
 """

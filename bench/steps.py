@@ -4,8 +4,7 @@ the jobs of each step (``resolver.spark.steps``: the description every job of a 
     python -m bench.steps                                  # samples/seed000: batches 1, 2, 3, batch 1 again
     python -m bench.steps landing/0001.json landing/0002.json
     python -m bench.steps --tables 20          # three batches of 100 events on each of 20 tables (G9's)
-
-Jobs and seconds are summed over the batch's tables (a step that runs no job is listed when it takes
+ Jobs and seconds are summed over the batch's tables (a step that runs no job is listed when it takes
 0.05 s or more); jobs no step claims (Delta's log replays on a thread between steps,
 Spark's own) are counted under ``(no step)``. The first batch also pays for the session's warm-up.
 """

@@ -1,8 +1,7 @@
 """The data model: one frozen pydantic definition per record the resolver stores.
 
 The Spark schemas of the lake tables are derived from these classes (``resolver.spark.sparkschema``), so a
-field
-is declared once, here. This module does not import Spark.
+field is declared once, here. This module does not import Spark.
 """
 
 from __future__ import annotations

@@ -94,8 +94,7 @@ def _release_spark_memory() -> Iterator[None]:
 @pytest.fixture
 def cli(spark: SparkSession) -> Iterator[Callable[..., int]]:
     """Run a command of ``resolver.cli.commands`` in this process (its session is the tests' own), putting
-    back
-    the session settings ``local_session`` changes."""
+    back the session settings ``local_session`` changes."""
     saved = {k: v for k, v in spark.conf.getAll.items() if spark.conf.isModifiable(k)}
     parser = argparse.ArgumentParser(prog="resolver")
     from resolver.cli.commands import register

@@ -1,11 +1,9 @@
 """Differential testing against real PostgreSQL: helpers for tests/e2e/test_differential.py.
-
-A seeded random workload runs on a real PostgreSQL 15, one transaction at a time; after each commit the
+ A seeded random workload runs on a real PostgreSQL 15, one transaction at a time; after each commit the
 state of every table is recorded. wal2json decodes the workload (format 1 and 2); the stream is split into
 batch files on transaction boundaries and ingested in several orders; the lake's silver tables must then
 equal what PostgreSQL held: the snapshot its final state, the history its state as of every commit.
-
-Values are compared as Python values normalized by the documented mapping (``resolver.pgtypes``): columns
+ Values are compared as Python values normalized by the documented mapping (``resolver.pgtypes``): columns
 that map to ``string`` are read from PostgreSQL as ``::text``; timestamptz is an instant (UTC datetime);
 NaN and ±Infinity floats and numerics are NULL (wal2json prints them as ``null``).
 

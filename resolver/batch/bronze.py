@@ -1,9 +1,7 @@
 """The append-only ``bronze/change_events`` table: every change event accepted, once (``write_bronze``).
-
-One write per batch (``resolver.batch.ingest.ingest``), whatever the data: an insert-only MERGE whose ON
-clause
-carries the batch's commit-LSN range as literals so Delta skips bronze files outside it; the first batch
-appends.
+ One write per batch (``resolver.batch.ingest.ingest``), whatever the data: an insert-only MERGE whose ON
+clause carries the batch's commit-LSN range as literals so Delta skips bronze files outside it; the first
+batch appends.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """One batch, as its steps (``ingest``): read the files, plan the batch against the lake (which may refuse it
 before anything is written), quarantine what could not be read or what a policy refused, append what is new
 to bronze, then bring every table's silver tables up to date (``resolver.batch.silver.apply_planned``, a
-table's
-steps in ``resolver.table.apply.apply_table``) and quarantine the values that did not fit their columns."""
+table's steps in ``resolver.table.apply.apply_table``) and quarantine the values that did not fit their
+columns."""
 
 from __future__ import annotations
 

@@ -1,19 +1,15 @@
 """Read wal2json files into Spark: change events and quarantined records, parsed inside Spark tasks.
-
-The files of one batch are one stream, in the order given. Each file is parsed line by line by one Spark
+ The files of one batch are one stream, in the order given. Each file is parsed line by line by one Spark
 task through ``resolver.formats.wal2json`` (validation needs the JSON Schemas, which is Python work, so this
-is a
-``mapInArrow``, not a per-row UDF); nothing is collected to the driver. Local files (plain paths, on a
+is a ``mapInArrow``, not a per-row UDF); nothing is collected to the driver. Local files (plain paths, on a
 machine whose Spark default file system is the local one) are opened and streamed by the task itself, so a
 file of any size is fine. Files named by URIs (``s3a://``, ``abfss://``, ``gs://``, ``hdfs://``,
 ``dbfs:/``, ``file:/``) are read through Spark's Hadoop file systems with the session's configuration and
 credentials (``resolver.files.hadoop_files``): Spark's ``binaryFile`` source hands each file to a task as one
 value, which bounds one file at 2 GiB and needs about three times its size in the executor's memory.
-
-A format-2 transaction cut by file boundaries (its B in one file, its C in a later one, any files between
+ A format-2 transaction cut by file boundaries (its B in one file, its C in a later one, any files between
 wholly inside it) is stitched back together in Spark (``resolver.batch.stitch``); one that stays incomplete
-(no
-C before the end of the last file) is quarantined whole, never applied half-way.
+(no C before the end of the last file) is quarantined whole, never applied half-way.
 
 The files and their format come from ``resolver.files.input_files`` (``list_files``, ``resolve_format``).
 """

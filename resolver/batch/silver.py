@@ -3,27 +3,22 @@
 library's call for any DataFrame of change events: plan, apply, quarantine).
 
 1. ``resolver.plan.batch_plan``: one small aggregate over the events (``resolver.plan.metadata``), then each
-   table's key
-   (``resolver.plan.keys``) and layout (``resolver.plan.layout``: columns, type changes, drop points,
-   schema-log rows),
-   and the events the policies refuse (``resolver.plan.rejects``); nothing is written yet;
+   table's key (``resolver.plan.keys``) and layout (``resolver.plan.layout``: columns, type changes, drop
+   points, schema-log rows), and the events the policies refuse (``resolver.plan.rejects``); nothing is
+   written yet;
 2. ``resolver.plan.schemalog``: the batch's schema changes, logged before any table changes;
 3. per table, on a pool of threads, ``resolver.table.apply.apply_table``'s steps: the table's Delta tables
-   created
-   or evolved (``resolver.lake.tables``), the batch exploded against the layout and measured in the same job
-   (``resolver.table.exploded``: key changes, bad values, key ranges) and added to the change store; the
-   *affected keys*: the keys the batch touches, closed under primary-key changes (``resolver.table.store``,
+   created or evolved (``resolver.lake.tables``), the batch exploded against the layout and measured in the
+   same job (``resolver.table.exploded``: key changes, bad values, key ranges) and added to the change store;
+   the *affected keys*: the keys the batch touches, closed under primary-key changes
+   (``resolver.table.store``,
    ``resolver.table.moves.linked_keys``; a truncate affects every key); every change of those keys resolved
-   into
-   versions (``resolver.table.resolve.resolve_versions``: the result depends only on the set of events held,
-   so
-   replays and any delivery order give the same rows); the versions written to the history and the current
-   ones to the snapshot (``resolver.table.first_batch``: appended to a new table's;
-   ``resolver.table.later_batch``:
-   MERGEd, diffed first when events came late);
+   into versions (``resolver.table.resolve.resolve_versions``: the result depends only on the set of events
+   held, so replays and any delivery order give the same rows); the versions written to the history and the
+   current ones to the snapshot (``resolver.table.first_batch``: appended to a new table's;
+   ``resolver.table.later_batch``: MERGEd, diffed first when events came late);
 4. ``resolver.table.quarantine``: values that did not fit their column, and events a policy quarantined.
-
-The change store is written first and the silver tables are recomputed from it, so a batch cut short by a
+ The change store is written first and the silver tables are recomputed from it, so a batch cut short by a
 crash is completed by running it again.
 """
 
@@ -75,8 +70,7 @@ def apply_changes(
 
     ``schemas`` maps ``<schema>.<table>`` to its schema file (``resolver.config.tableschema.load_schemas``);
     ``options`` is a ``resolver.config.batch_options.BatchOptions`` (policies, per-table settings, the tables
-    to
-    include, ``isolate``, ``on_table``). Returns one summary per table, sorted by table name. Every check
+    to include, ``isolate``, ``on_table``). Returns one summary per table, sorted by table name. Every check
     that can refuse the batch (a key or a column type the lake cannot take, an event a ``fail`` policy
     refuses) runs first, in ``plan_changes``, before anything is written. Events a ``quarantine`` policy
     (``resolver.config.policy``) takes out go to the quarantine table with the values that did not fit.
@@ -109,8 +103,7 @@ def apply_planned(
     Returns the tables' summaries, sorted by table name, and the records of values that did not fit their
     columns, for the quarantine (None: there were none). ``all_new`` says the lake held none of these
     events before (``resolver.batch.ingest.ingest`` knows it from bronze's write): each table's change store
-    is
-    then appended to without looking for them first."""
+    is then appended to without looking for them first."""
     if plan.accepted is not None:
         events = plan.accepted
     meta = plan.meta

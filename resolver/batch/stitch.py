@@ -2,8 +2,7 @@
 
 A transaction cut by file boundaries reaches Spark as fragment rows (``resolver.formats.wal2json.Fragment``,
 parsed by ``resolver.batch.read``): its ``tail`` (B … end of file k), the ``middle`` of each file wholly
-inside it
-(no B or C) and its ``head`` (start of file m … C). ``summarize`` takes one small aggregate over the
+inside it (no B or C) and its ``head`` (start of file m … C). ``summarize`` takes one small aggregate over the
 fragments (one row per file and role, never the events) for ``resolver.formats.stitch_plan.plan_stitching`` to
 decide on the driver; ``stitch`` then joins that decision back onto the fragments: the events of the
 stitched transactions (and of files without framing), and the fragments cut off, as quarantine rows.

@@ -1,6 +1,5 @@
 """The slot's changes into landing files (``resolver capture``'s second half, docs/capture.md).
-
-A drain reads everything the slot holds up to the WAL position current when it begins
+ A drain reads everything the slot holds up to the WAL position current when it begins
 (``pg_logical_slot_peek_changes`` through a server-side cursor, so a large backlog streams through without
 being held in memory), keeps the changes of the captured tables, writes them into landing files cut at
 transaction ends (``resolver.capture.parts.LandingParts``), and only once every file is durable confirms

@@ -1,7 +1,6 @@
 """``resolver capture`` left running: the slot's changes as they commit, over PostgreSQL's streaming
 replication protocol, into landing files cut at transaction ends by size and by time (docs/capture.md).
-
-The protocol comes from psycopg2's ``LogicalReplicationConnection`` (the ``[capture]`` extra): psycopg 3
+ The protocol comes from psycopg2's ``LogicalReplicationConnection`` (the ``[capture]`` extra): psycopg 3
 has no replication protocol, and ``pg_recvlogical`` would need PostgreSQL's client programs on the capture's
 machine and cuts its output file anywhere, not at a transaction's end. The server sends each transaction
 when it commits; a landing file is closed at the first transaction end once it holds ``file_bytes`` or has

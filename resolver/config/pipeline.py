@@ -5,8 +5,7 @@
 source:
   path: landing/               # a folder (its files in name order) or a glob such as landing/*.json
   format: wal2json-v2          # optional: without it, detected from the files' first records
-lake: lake/
-schemas: schemas/              # optional: the per-table schema files (docs/schema-evolution.md)
+lake: lake/ schemas: schemas/              # optional: the per-table schema files (docs/schema-evolution.md)
 max_files_per_batch: 50        # optional: new files are applied in batches of at most this many
 stream:                        # optional: resolver run --stream (docs/streaming.md)
   trigger_seconds: 60          # a micro-batch every minute (default)

@@ -1,6 +1,5 @@
 """What a batch does with events its tables' schema files did not foresee (docs/schema-evolution.md).
-
-Three situations, one enum of answers:
+ Three situations, one enum of answers:
 
 * an **unknown table**: a table with no schema file, when a schemas folder is given
   (``Policies.unknown_table``, set for the whole run);

@@ -1,13 +1,11 @@
 """The schema registry: ``resolver schemas infer`` and ``resolver schemas check`` (docs/schema-evolution.md).
-
-``infer`` reads wal2json files (of the format given, or the one their heads show) with the pure-Python
+ ``infer`` reads wal2json files (of the format given, or the one their heads show) with the pure-Python
 reader (no Spark) and writes one ``<folder>.yaml`` per table (its folder name in the lake,
-``resolver.lake.folders``:
-``public.orders.yaml``): every column in the order it first appeared, its PostgreSQL type and the Spark type
-the lake gives it, and the primary key the stream reports (or its replica identity). The files are meant
-to be read, edited and kept in version control; ``--schemas DIR`` then makes them the contract. ``check``
-validates a folder of them and, given a lake, that every column, key and ``renamed_from`` name they mention
-is one the lake knows, with a "did you mean" when it is not.
+``resolver.lake.folders``: ``public.orders.yaml``): every column in the order it first appeared, its
+PostgreSQL type and the Spark type the lake gives it, and the primary key the stream reports (or its replica
+identity). The files are meant to be read, edited and kept in version control; ``--schemas DIR`` then makes
+them the contract. ``check`` validates a folder of them and, given a lake, that every column, key and
+``renamed_from`` name they mention is one the lake knows, with a "did you mean" when it is not.
 """
 
 from __future__ import annotations

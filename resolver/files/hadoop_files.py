@@ -2,8 +2,7 @@
 ``hdfs://``, ``dbfs:/``, ``file:/``), with the configuration and credentials the user gave the SparkSession:
 listing and file heads on the driver (``HadoopFiles``, a ``resolver.files.input_files.FileSystem`` and a
 ``resolver.lake.folders.Folders``), and ``files_for`` and ``lake_folders``, which say which file system a
-batch's
-paths and a lake are reached through.
+batch's paths and a lake are reached through.
 
 A plain path is read by the executors as a local path when Spark's default file system is the local one
 (a laptop, CI, a single machine) and through the default file system otherwise (``hdfs:///…`` on a YARN

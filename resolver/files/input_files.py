@@ -1,6 +1,5 @@
 """A batch's input files and their format, on the driver, before anything is parsed (no Spark).
-
-``list_files`` expands the paths given (files, or folders whose visible files are taken in name order).
+ ``list_files`` expands the paths given (files, or folders whose visible files are taken in name order).
 The format is given or detected: ``resolve_format`` reads the head of each file (only as far as its first
 recognisable record) and refuses, with one line naming the file, a file of neither format, a batch that
 mixes the two, or a file that is not the format given.
@@ -102,9 +101,8 @@ def resolve_format(files: Sequence[str], fmt: Format | str | None = None, fs: Fi
     """The format to read ``files`` as: ``fmt`` when given, else the one their first records show.
 
     Each file's head is read up to its first recognisable record (``resolver.formats.wal2json.file_head``); a
-    file
-    without a non-blank line shows nothing and conflicts with nothing. ``ConfigError``, one line naming the
-    file: without ``fmt``, a file whose head is none of the formats, or files of several; with ``fmt``, a
+    file without a non-blank line shows nothing and conflicts with nothing. ``ConfigError``, one line naming
+    the file: without ``fmt``, a file whose head is none of the formats, or files of several; with ``fmt``, a
     file of another format (one that is none is read as ``fmt``, its records quarantined). When no
     file has a record nothing will be read and the format does not matter: ``fmt``, else format 2.
     """

@@ -7,8 +7,7 @@ envelope ``{"schema": ..., "payload": ...}``, without it the payload alone), or 
 write). A ``null`` value is a tombstone: counted and skipped. Records of the transaction topic
 (``provide.transaction.metadata``: ``status`` BEGIN/END) are counted (END: a transaction) and skipped. Each
 change record is validated against ``schemas/debezium/change.json``; what fails goes to quarantine.
-
-What each change becomes (``resolver.models.ChangeEvent``):
+ What each change becomes (``resolver.models.ChangeEvent``):
 
 * ``op`` c (create) and r (a snapshot read) are inserts, u an update, d a delete, t a truncate; m (a
   logical-decoding message) is counted as a message.
@@ -19,8 +18,7 @@ What each change becomes (``resolver.models.ChangeEvent``):
   should then name its ``primary_key``), and an update's ``before`` when there is one (REPLICA IDENTITY FULL).
 * Values become the text PostgreSQL prints and, from the envelope's schema, a PostgreSQL type
   (``resolver.formats.debezium_values``). The placeholder of an unchanged TOASTed value (``placeholder``,
-  Debezium's
-  ``unavailable.value.placeholder``) makes its column *absent*: the previous value carries on.
+  Debezium's ``unavailable.value.placeholder``) makes its column *absent*: the previous value carries on.
 * A key change: Debezium sends the delete of the old key (then a tombstone) and the create of the new one,
   both from the same WAL record, so with the same ``source.lsn`` and ``txId``. They become one update from
   the old key to the new one, so unchanged TOASTed values and the row's history follow it: from the create
@@ -65,8 +63,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 class _Change:
     """One change record read: its line, text, payload, the codecs of its columns, the key's names, and
     what its key-change headers say (``resolver.formats.debezium_record``): the old key a create moved from,
-    and
-    whether a delete is the first half of a key change."""
+    and whether a delete is the first half of a key change."""
 
     __slots__ = ("codecs", "key", "line", "moved_from", "moving", "payload", "raw")
 

@@ -24,8 +24,7 @@ wal2json; this module turns Debezium's encodings back into that text:
 
 When the connector runs with ``column.propagate.source.type`` the schema names each column's own type
 (``__debezium.source.column.type``, ``…length``, ``…scale``) and that type is used instead.
-
-Debezium's placeholder for an unchanged TOASTed value (``unavailable.value.placeholder``, default
+ Debezium's placeholder for an unchanged TOASTed value (``unavailable.value.placeholder``, default
 ``__debezium_unavailable_value``) comes as a string, as its UTF-8 bytes in base64 (bytea, decimals) or as an
 array holding it; ``is_placeholder`` recognises every form: such a column is *absent* from the event (its
 previous value carries on), never a value.

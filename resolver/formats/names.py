@@ -1,7 +1,6 @@
 """Source table names, the way PostgreSQL writes them: ``schema.table``, each part double-quoted where it
 needs it (``public.orders``, ``public."Mixed Case"``, ``"a.b".c`` and ``a."b.c"`` are different tables).
-
-Names come from the source database and are data: any PostgreSQL identifier (slashes, ``..``, quotes,
+ Names come from the source database and are data: any PostgreSQL identifier (slashes, ``..``, quotes,
 backticks, dots, spaces, unicode) is a valid table or schema name. This module turns a (schema, table) pair
 into its one qualified text form and back; ``resolver.lake.folders`` turns it into a folder of the lake. No
 Spark.

@@ -16,21 +16,18 @@ transaction). An ``Event``'s ``source_line`` is its change's own line in v2 and 
 line in v1. The ranges of quarantined records, fragments, counted transactions and messages outside them,
 and v2 events read without B/C framing, never overlap and cover every non-blank line; inside a v2
 transaction's range, each line other than its B and C is exactly one event, quarantined change or message.
-
-``detect_format`` tells the two formats apart from the first recognisable record of a file's head
+ ``detect_format`` tells the two formats apart from the first recognisable record of a file's head
 (``file_head`` reads it), for ``resolver.files.input_files.resolve_format``.
 
 Ordering (``../shared/reference/wal2json_spec.md`` section 7): a transaction's commit position is the end
 of its commit record: v1 ``nextlsn``, v2 ``nextlsn`` of B and C (the same value in both formats, so the
 two formats give the same events in the same order). ``position`` counts the transaction's changes
 (insert/update/delete/truncate; messages are not changes). A change's own v2 ``lsn`` is kept as data only.
-
-The reader is split by concern: ``resolver.formats.wal2json_record`` decodes and validates one record,
+ The reader is split by concern: ``resolver.formats.wal2json_record`` decodes and validates one record,
 ``resolver.formats.wal2json_v1`` and ``resolver.formats.wal2json_v2`` read each format,
 ``resolver.formats.wal2json_items`` holds
 what they yield, ``resolver.formats.wal2json_detect`` tells the formats apart, ``resolver.lsn`` converts
-LSNs. This
-module is the entry point and names the public API.
+LSNs. This module is the entry point and names the public API.
 """
 
 from __future__ import annotations

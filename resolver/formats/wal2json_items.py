@@ -1,7 +1,6 @@
 """What the wal2json readers yield, one item per record or line: ``Event``, ``Quarantined``, ``Fragment``,
 ``Count`` (see ``resolver.formats.wal2json`` for how they account for every line), and the parts of an
-event's row
-both formats share. No Spark."""
+event's row both formats share. No Spark."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """When a table's silver tables write deletion vectors: from the size its change store reaches on.
-
-A MERGE into a table with deletion vectors marks the rows it replaces in a small file instead of rewriting
+ A MERGE into a table with deletion vectors marks the rows it replaces in a small file instead of rewriting
 every file they are in. That saves rewriting unchanged rows, which is what a large table needs, but costs a
 fixed extra phase of about seven Spark jobs per MERGE (measured: 17 jobs and 2.8 s against 10 jobs and 1.4 s
 for a 4-row MERGE into a 100-row table). Below a few tens of megabytes, rewriting the touched files costs

@@ -1,6 +1,5 @@
 """Where everything lives in a lake: the folder of each source table, the resolver's own tables. No Spark.
-
-A source table is named the way PostgreSQL writes it (``resolver.formats.names``: ``public.orders``,
+ A source table is named the way PostgreSQL writes it (``resolver.formats.names``: ``public.orders``,
 ``public."Mixed Case"``); any identifier is legal there, slashes, ``..``, quotes and all. Its folder name
 is an encoding of that name, one-to-one and always a single path component inside the lake:
 

@@ -16,8 +16,7 @@ holder. A lock left by a process that is gone (same host, neither its process no
 alive: a crash or a kill) is taken over with a warning, so a crashed run never blocks the next one. Where a
 file cannot be created atomically (a path named by a URI: S3, ADLS, GCS), the lock is a one-row Delta table
 instead, taken by a compare-and-swap commit (``resolver.lake.table_lock``). Both locks are taken, waited for
-and
-taken over by the same loop (``_held``).
+and taken over by the same loop (``_held``).
 """
 
 from __future__ import annotations

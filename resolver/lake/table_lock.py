@@ -2,8 +2,7 @@
 ``file:/`` too): the lock is a Delta table of one row, ``<lake>/_resolver/lock``, and taking it is a
 compare-and-swap commit. The owner lock of a pipeline whose checkpoint is named by a URI is a table of the
 same kind beside the checkpoint, ``<checkpoint>.lock`` (``resolver.lake.lock.pipeline_lock``).
-
-The table is created with its one row (``holder`` NULL) in its first commit. Taking the lock is
+ The table is created with its one row (``holder`` NULL) in its first commit. Taking the lock is
 ``UPDATE … SET holder = <me> WHERE holder IS NULL``; taking over a dead holder's lock is ``… WHERE holder =
 <what was read>``; releasing it is ``… SET holder = NULL WHERE holder = <me>``. Each UPDATE reads and
 rewrites the table's one file, so of two runs that try at once Delta lets one commit and refuses the other

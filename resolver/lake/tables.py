@@ -28,8 +28,7 @@ log = logging.getLogger(__name__)
 
 #: change data feed for readers downstream; the deletion-vector feature, in use once the table is large
 #: (``resolver.lake.deletion_vectors``: a MERGE then marks the rows it replaces instead of rewriting every
-#: file
-#: they are in; OPTIMIZE / ``resolver optimize`` purges)
+#: file they are in; OPTIMIZE / ``resolver optimize`` purges)
 SILVER_PROPERTIES = {"delta.enableChangeDataFeed": "true", **deletion_vectors.OFF}
 
 

@@ -1,6 +1,5 @@
 """Keep a lake's Delta tables fast and small: ``optimize`` (compaction, Z-order) and ``vacuum``.
-
-Every batch adds a few small files to each table it touches; reads and MERGEs slow down with the number of
+ Every batch adds a few small files to each table it touches; reads and MERGEs slow down with the number of
 files. ``optimize`` rewrites the small files of every table of the lake into large ones, sorted by the key
 for the tables that are read by key; ``vacuum`` deletes the files no Delta version younger than the
 retention uses any more. Neither changes a row of any table, and neither changes what

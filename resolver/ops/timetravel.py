@@ -1,12 +1,10 @@
 """Time travel for users: a source table as it was at a commit, read from its history table.
-
-The history table ``<lake>/silver/<schema>.<table>__history`` holds every version of every row with the
+ The history table ``<lake>/silver/<schema>.<table>__history`` holds every version of every row with the
 interval of commits it was current for (``docs/silver.md``), so the table at commit LSN ``l`` is one filter,
 ``__start_lsn <= l AND __end_lsn > l``, and at commit time ``t`` the same on ``__start_time``/``__end_time``.
 A version that ended because the row went away (``__is_deleted``: deleted, truncated, moved to another key)
 covers its own interval and no later one, so a deleted row is live up to its delete and not after.
-
-This reads the *source database's* past, not the lake's: it does not use Delta time travel (``VERSION AS
+ This reads the *source database's* past, not the lake's: it does not use Delta time travel (``VERSION AS
 OF``), and ``VACUUM`` never changes what it returns (``docs/operations.md``).
 """
 
@@ -23,9 +21,9 @@ from pyspark.sql import functions as F
 
 from resolver.errors import ConfigError
 from resolver.formats.names import TableName
-from resolver.formats.wal2json import format_lsn, parse_lsn
 from resolver.lake import delta
 from resolver.lake.folders import HISTORY, history_path, silver_tables, snapshot_path
+from resolver.lsn import format_lsn, parse_lsn
 from resolver.paths import is_uri
 from resolver.spark import sql
 

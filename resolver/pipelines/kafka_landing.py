@@ -4,16 +4,13 @@ Each micro-batch of Spark's Kafka source (``kafka_records``) is written by ``lan
 landing folder (``source.path``, by default ``<lake>/_resolver/kafka``) as files named
 ``<micro-batch>-<part>.jsonl``, one record per line, each part holding whole topic partitions in offset
 order. From there the micro-batch is applied exactly as landed files are (``resolver.pipelines.stream``): the
-same
-reader, the same ledger, the same stitching of a wal2json transaction cut across micro-batches.
-
-A line is the record's value as it is (``wal2json-v1``/``-v2``), or, for ``debezium-json``, the whole record
+same reader, the same ledger, the same stitching of a wal2json transaction cut across micro-batches.
+ A line is the record's value as it is (``wal2json-v1``/``-v2``), or, for ``debezium-json``, the whole record
 ``{"topic","partition","offset","key","value","headers"}`` with the key and value spliced in unchanged
 (their line breaks, which valid JSON only has between tokens, written as spaces) and Debezium's key-change
 headers as text: the key gives the primary key, a null value is a tombstone, the headers pair a key
 change's halves wherever they land, and a quarantined record's raw text says where in Kafka it came from.
-
-Exactly once: Spark's checkpoint records a micro-batch's offsets before it runs and runs the same offsets
+ Exactly once: Spark's checkpoint records a micro-batch's offsets before it runs and runs the same offsets
 again under the same micro-batch id after a crash, so its files get the same names and the same lines.
 ``land`` writes them into a hidden folder first (``_landing-<micro-batch>``) and moves them into place
 only once Spark's write has succeeded; a micro-batch whose files are in place already is not written again
@@ -113,8 +110,7 @@ def _line(fmt: Format, has_headers: bool) -> Column:
 
 def _key_change_headers() -> Column:
     """The record's key-change headers (``resolver.formats.debezium_record``) as ``[{"key", "value"}]``, the
-    values
-    as text; the others are left out."""
+    values as text; the others are left out."""
     wanted = F.filter("headers", lambda h: h["key"].isin(OLD_KEY, NEW_KEY))
     as_text = F.transform(
         wanted, lambda h: F.struct(h["key"].alias("key"), h["value"].cast("string").alias("value"))

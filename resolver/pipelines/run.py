@@ -1,14 +1,12 @@
 """``resolver run PIPELINE.yaml``: apply every new file of a landing folder exactly once.
 
 A run takes the lake's lock and the pipeline's owner lock (``resolver.lake.lock.run_locks``: no other run,
-and no
-stream of the pipeline, runs meanwhile), lists the source, and compares it with the ledger
+and no stream of the pipeline, runs meanwhile), lists the source, and compares it with the ledger
 ``_resolver/ledger`` (one row per file applied: path, size, modification time, run id, batch). The files
 not in the ledger — new ones, and ones whose size or modification time changed since — are applied in
 name order, in batches of at most ``max_files_per_batch`` files, each one ``resolver.ingest`` call; a batch
 is recorded in the ledger (one Delta commit) only after every one of its tables was applied.
-
-Why a crash loses and doubles nothing: every step of ``ingest`` is idempotent (bronze and the change
+ Why a crash loses and doubles nothing: every step of ``ingest`` is idempotent (bronze and the change
 stores are insert-only on the event's identity, the silver tables are recomputed from the change store),
 and a batch is recorded after it is complete. A run killed at any point leaves its batch unrecorded, and
 the next run applies it again, which completes what was cut short and adds nothing twice.
@@ -90,8 +88,8 @@ def pipeline_name(pipeline: Pipeline | str) -> str:
 def run_pipeline(spark: SparkSession, pipeline: Pipeline | str, *, wait_seconds: float = 0.0) -> RunSummary:
     """Apply the pipeline's new source files to its lake (see the module docstring). ``pipeline`` is a
     ``Pipeline`` or the path of a pipeline file. Progress is logged (logger ``resolver.pipelines.run``);
-    tables that
-    fail are named in the summary's ``failed_tables`` and their batch is applied again by the next run.
+    tables that fail are named in the summary's ``failed_tables`` and their batch is applied again by the
+    next run.
 
     Example::
 

@@ -17,8 +17,7 @@ the query stops before committing it, and its files are applied again on the nex
 
 One query per checkpoint: ``run_stream`` owns the pipeline for the query's whole life (its owner lock,
 ``resolver.lake.lock.pipeline_lock``, beside the checkpoint), taken before the query starts, so a second
-stream
-or a scheduled run of the pipeline is refused (``PipelineBusy``) before it touches the checkpoint. The
+stream or a scheduled run of the pipeline is refused (``PipelineBusy``) before it touches the checkpoint. The
 lake's lock is still taken per micro-batch: ``resolver ingest``, ``optimize`` and ``vacuum`` take turns with
 a running stream between its micro-batches.
 
@@ -28,8 +27,7 @@ Triggers: a processing-time trigger every ``stream.trigger_seconds`` until the q
 
 A Kafka source (``source.kafka``) is read by Spark's Kafka source instead: each micro-batch's records are
 first landed as files in ``source.path`` (``resolver.pipelines.kafka_landing``), and those files are applied
-as
-above. Its offsets are in the same checkpoint, and a micro-batch run again after a crash lands the same
+as above. Its offsets are in the same checkpoint, and a micro-batch run again after a crash lands the same
 files under the same names.
 """
 
@@ -110,8 +108,7 @@ def stream_pipeline(
         progress = StreamProgress()
         # once=True: what has landed (availableNow), then the query ends; without it, it runs until stopped
         query = stream_pipeline(local_session(), "pipeline.yaml", once=True, progress=progress)
-        query.awaitTermination()
-        print([s.files_applied for s in progress.summaries])
+        query.awaitTermination() print([s.files_applied for s in progress.summaries])
     """
     if isinstance(pipeline, str):
         pipeline = load_pipeline(pipeline)

@@ -42,8 +42,7 @@ class BatchPlan:
     @property
     def unapplied(self) -> dict[str, str]:
         """Tables whose events this batch cannot apply (``resolver.plan.coverage.unapplied``): table -> why.
-        Their
-        events stay in bronze; each is reported in its summary's ``error``."""
+        Their events stay in bronze; each is reported in its summary's ``error``."""
         out = {t: unapplied(m, self.layouts.get(t)) for t, m in self.meta.items()}
         return {t: why for t, why in out.items() if why}
 
@@ -64,8 +63,7 @@ def plan_changes(
     columns and unsafe type changes. Raises ``ConfigError`` (one line) for a key that contradicts the
     lake's or an event a ``fail`` policy refuses. ``schemas`` None means no schemas folder (no table is
     unknown). ``options`` (``resolver.config.batch_options.BatchOptions``): the ``policies``; ``settings``
-    gives
-    each table's ``resolver.config.pipeline.TableSettings`` (outputs, key override, tracked columns,
+    gives each table's ``resolver.config.pipeline.TableSettings`` (outputs, key override, tracked columns,
     clustering). When a ``quarantine`` policy takes events out, the plan is made again without them. With
     ``isolate``, a table refused in planning does not refuse the batch: it is left out of it and named in
     ``failed``. Tables ``include`` says no to get no silver tables (their events still go to bronze).

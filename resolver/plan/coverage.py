@@ -1,6 +1,5 @@
 """Every table that received events in a batch is applied, held or reported: never silently left out.
-
-A table's events can be accepted (bronze holds them) and still not fit its silver tables: nothing tells
+ A table's events can be accepted (bronze holds them) and still not fit its silver tables: nothing tells
 its columns, or its updates and deletes cannot find their rows because nothing names a key. ``unapplied``
 says why, in one line that names what was found, what is expected and which file to write; the batch
 leaves such a table alone (its events stay in bronze; ingesting the files again after the fix applies

@@ -1,6 +1,5 @@
 """Column type changes between the stream and the lake (docs/schema-evolution.md). No Spark here.
-
-PostgreSQL says nothing about ``ALTER COLUMN ... TYPE`` in the stream: the events just start carrying another
+ PostgreSQL says nothing about ``ALTER COLUMN ... TYPE`` in the stream: the events just start carrying another
 type name. Each type the batch carries for a column is mapped to Spark (``resolver.pgtypes``) and compared
 with the lake column's type:
 
@@ -12,8 +11,7 @@ with the lake column's type:
 * anything else is *unsafe* (``text -> integer``, a numeric scale that shrinks, ``integer -> text``, which
   Delta cannot widen in place): the table's ``unsafe_type_change`` policy decides
   (``resolver.config.policy.Policy``: fail the batch before anything is written, or quarantine the events).
-
-Whether two types are compatible does not depend on which one arrives first, so the lake's final type is
+ Whether two types are compatible does not depend on which one arrives first, so the lake's final type is
 the widest one of the events delivered, in any order.
 """
 
@@ -24,7 +22,7 @@ from dataclasses import dataclass
 
 from resolver.config.policy import Policy
 from resolver.errors import ConfigError
-from resolver.formats.wal2json import format_lsn
+from resolver.lsn import format_lsn
 
 __all__ = ["TypeChange", "evolve_type", "widens"]
 

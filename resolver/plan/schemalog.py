@@ -11,11 +11,11 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
-from resolver.formats.wal2json import format_lsn
 from resolver.lake import delta
 from resolver.lake.folders import (
     schema_log_path,
 )
+from resolver.lsn import format_lsn
 from resolver.plan.evolution import TypeChange
 from resolver.plan.tablemeta import TableMeta
 from resolver.spark import sql

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from resolver.formats.wal2json import format_lsn
+from resolver.lsn import format_lsn
 
 Point = tuple[int, int]
 """An event's place in the stream: (commit LSN, position in its transaction)."""

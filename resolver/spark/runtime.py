@@ -1,6 +1,5 @@
 """What the resolver needs from the Python environment it runs in, checked before any work starts.
-
-On a laptop the ``[spark]`` extra brings everything. On a cluster (Databricks, EMR, Dataproc) Spark and
+ On a laptop the ``[spark]`` extra brings everything. On a cluster (Databricks, EMR, Dataproc) Spark and
 Delta are the cluster's own and the resolver is installed without that extra; the cluster must then
 already have what Spark's Arrow path needs, because the reader (``resolver.batch.read``) runs as
 ``mapInArrow``: pyarrow and pandas in the versions below. A missing or old package would otherwise show up

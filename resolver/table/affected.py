@@ -1,7 +1,6 @@
 """The keys a batch affects, and the held changes of those keys: the keys the batch touches, closed under
 primary-key changes (connected components of the move graph, ``resolver.table.moves.linked_keys``); a
-truncate,
-a re-key or a dropped column affects every key. Read from the change store in one scan."""
+truncate, a re-key or a dropped column affects every key. Read from the change store in one scan."""
 
 from __future__ import annotations
 
@@ -13,11 +12,12 @@ from pyspark.sql import functions as F
 
 from resolver.plan.tablemeta import TableMeta
 from resolver.spark import sql
+from resolver.table.explode import is_move
 from resolver.table.exploded import Stored
 from resolver.table.merge import KeyRange, key_ranges, keys_of, range_sql
 from resolver.table.moves import linked_keys
 from resolver.table.resolve import collapse_untracked, resolve_versions
-from resolver.table.store import is_move, key_hash
+from resolver.table.store import key_hash
 from resolver.tablelayout import TableLayout
 
 __all__ = ["Affected", "affected_keys", "read_changes", "resolve_affected"]

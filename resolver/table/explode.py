@@ -28,9 +28,14 @@ from pyspark.sql import functions as F
 
 from resolver.tablelayout import TableLayout
 
-__all__ = ["cast_text", "explode_events"]
+__all__ = ["cast_text", "explode_events", "is_move"]
 
 _TIMELIKE = ("date", "timestamp", "timestamp_ntz")
+
+
+def is_move() -> Column:
+    """A change row that changes its row's key."""
+    return (F.col("__op") == "update") & ~F.col("__old_key").eqNullSafe(F.col("__key"))
 
 
 def cast_text(text: Column, spark_type: str) -> Column:

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
-from resolver.table.explode import explode_events
+from resolver.table.explode import explode_events, is_move
 from resolver.table.merge import BOUNDED, KeyRange
-from resolver.table.store import is_move
 from resolver.tablelayout import TableLayout
 
 __all__ = ["Exploded", "Stored", "explode_batch", "moved_events"]

@@ -1,7 +1,6 @@
 """A table's first batch (``resolver.table.table_steps``): its Delta tables were created by this batch, so
-they
-are empty. The batch's own rows are all the changes there are, so no key is looked up, nothing is read back
-and nothing is diffed: the change store, history and snapshot are appended to (about a third of the Spark
+they are empty. The batch's own rows are all the changes there are, so no key is looked up, nothing is read
+back and nothing is diffed: the change store, history and snapshot are appended to (about a third of the Spark
 jobs of a later batch).
 
 A run killed part-way leaves tables that exist, so the next run takes the general path

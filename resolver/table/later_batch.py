@@ -1,7 +1,6 @@
 """A table's batch when the table already has Delta tables (``resolver.table.table_steps``): the batch's new
-rows
-are added to the change store, the affected keys are found in it and their held changes read back, and the
-versions resolved from them are MERGEd into the history (diffed first unless every event is newer than all
+rows are added to the change store, the affected keys are found in it and their held changes read back, and
+the versions resolved from them are MERGEd into the history (diffed first unless every event is newer than all
 the table held) and the snapshot. A run killed part-way is completed by this path too."""
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Primary-key changes as a graph: the keys a row held across its key changes are one connected component
 (``linked_keys``), found with Spark joins in O(log chain length) rounds by pointer jumping (``pointer_jump``)
 and min-label propagation (``components``). ``resolver.table.affected`` uses it to close a batch's keys under
-key
-changes; ``resolver.table.resolve`` to follow a row's segments to its lineage."""
+key changes; ``resolver.table.resolve`` to follow a row's segments to its lineage."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """Resolve typed change rows of one table into history versions, with Spark expressions only.
-
-Input: rows of ``_resolver/changes/<schema>.<table>`` (see ``resolver.table.explode``) for a set of keys that
-is
-closed under primary-key changes, plus the table's truncates. Output: every version of those keys (the
+ Input: rows of ``_resolver/changes/<schema>.<table>`` (see ``resolver.table.explode``) for a set of keys that
+is closed under primary-key changes, plus the table's truncates. Output: every version of those keys (the
 rows of ``silver/<schema>.<table>__history``; semantics in ``docs/silver.md``).
 
 How, in a fixed number of passes plus O(log chain length) rounds:

@@ -23,11 +23,6 @@ from resolver.tablelayout import TableLayout
 log = logging.getLogger(__name__)
 
 
-def is_move() -> Column:
-    """A change row that changes its row's key."""
-    return (F.col("__op") == "update") & ~F.col("__old_key").eqNullSafe(F.col("__key"))
-
-
 def key_hash(col: Column) -> Column:
     return F.when(col.isNotNull(), F.xxhash64(col))
 

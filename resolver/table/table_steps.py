@@ -1,9 +1,7 @@
 """The steps of one table's batch, as ``resolver.table.apply.apply_table`` calls them in order, and what the
-first
-of them hands to the rest. Two kinds of batch carry them out: a table's first batch, whose Delta tables
+first of them hands to the rest. Two kinds of batch carry them out: a table's first batch, whose Delta tables
 were just created (``resolver.table.first_batch.FirstBatch``: what it holds is only its own rows, so finding
-and
-reading the affected keys has nothing to do and the silver tables are appended to), and every later one
+and reading the affected keys has nothing to do and the silver tables are appended to), and every later one
 (``resolver.table.later_batch.LaterBatch``: the change store looked up, the history diffed and MERGEd)."""
 
 from __future__ import annotations

@@ -2,8 +2,7 @@
 workload of tests/difftest.py from a real PostgreSQL 15, and the lake built from its records must equal what
 PostgreSQL held: the snapshot its final state, the history its state as of every commit, primary-key changes
 followed, and Debezium's placeholder for unchanged TOASTed values never in a silver table.
-
-The workload is the wal2json differential test's (composite keys, key changes and chains, deletes and
+ The workload is the wal2json differential test's (composite keys, key changes and chains, deletes and
 re-inserts, TOASTed text left out of updates under REPLICA IDENTITY DEFAULT, NULL vs '', numeric and float
 extremes, dates, timestamps, arrays, jsonb, uuid, interval, bytea, TRUNCATE, a REPLICA IDENTITY FULL table
 without a key). The connector runs with ``interval.handling.mode=string`` (exact intervals) and
@@ -13,10 +12,8 @@ and ingested shuffled with replays (in order too with DBZ_SCENARIOS). The same c
 Kafka broker (each batch produced before it is written to the file) into topics of three partitions (so a
 key change's delete and create, routed by key, mostly land in different partitions: the create's header
 pairs them), and a pipeline over its topics (``source.kafka``) builds another lake in micro-batches cut
-anywhere. A commit's
-LSN in the lake is Debezium's: the end of the previous transaction's commit (``resolver.formats.debezium``),
-so the
-history is compared as of those.
+anywhere. A commit's LSN in the lake is Debezium's: the end of the previous transaction's commit
+(``resolver.formats.debezium``), so the history is compared as of those.
 """
 
 from __future__ import annotations

@@ -6,8 +6,7 @@ every commit; the stream is captured by wal2json (both formats) and, in a run of
 into three files of whole transactions and ingested out of order. The history as of every commit's LSN (as
 the format's reader gives it: for Debezium the end of the previous commit) must equal the recorded state on
 the columns that existed then (under their lake names), and the snapshot the final ``SELECT *``.
-
-``EVO_SEEDS=20 python -m pytest tests/e2e/test_evolution_differential.py`` runs more seeds (CI runs two),
+ ``EVO_SEEDS=20 python -m pytest tests/e2e/test_evolution_differential.py`` runs more seeds (CI runs two),
 through Debezium on seed 1 (``EVO_DEBEZIUM_SEEDS=N`` for more: each starts a connector and runs the workload).
 """
 

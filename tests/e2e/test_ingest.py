@@ -1,5 +1,4 @@
 """Ingestion end to end: a real PostgreSQL 15 + wal2json produces the input, real Delta tables come out.
-
 One workload is captured in both formats; each test ingests (parts of) it into its own lake.
 """
 
@@ -36,8 +35,7 @@ INSERT INTO vals VALUES (1, 3.540, 123456789012345678901234567890.12345678901234
     '{"b": 1.50, "a": null}', '\\x00ff10', repeat('é', 6000), '2024-02-29 13:14:15.123456+00',
     'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', true, '');
 INSERT INTO vals (id, f8, n, note) VALUES (2, 'Infinity', 'NaN', NULL), (3, 1e300, 0.000001, 'ünï ☃ 🚀');
-BEGIN;
-INSERT INTO pairs VALUES (1, 'x', 'first'), (1, 'y', 'second');
+BEGIN; INSERT INTO pairs VALUES (1, 'x', 'first'), (1, 'y', 'second');
 UPDATE pairs SET v = 'changed' WHERE a = 1 AND b = 'x';
 UPDATE pairs SET v = 'again' WHERE a = 1 AND b = 'x';
 COMMIT;

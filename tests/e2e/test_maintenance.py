@@ -1,6 +1,5 @@
 """Maintenance (``resolver.ops.maintenance``, ``resolver optimize`` / ``vacuum``) on a copy of the samples'
-lake:
-fewer files, the same rows, and time travel through the history table untouched by vacuum."""
+lake: fewer files, the same rows, and time travel through the history table untouched by vacuum."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Policies for unknown tables, unknown columns and unsafe type changes (resolver.config.policy), on events
-from a
-real PostgreSQL: evolve takes them, fail refuses the batch in one line and writes nothing, quarantine sends
-the events whole to the quarantine table and applies the rest."""
+from a real PostgreSQL: evolve takes them, fail refuses the batch in one line and writes nothing, quarantine
+sends the events whole to the quarantine table and applies the rest."""
 
 from __future__ import annotations
 

@@ -1,13 +1,11 @@
 """Property tests (hypothesis) for ``resolver.apply_changes``: silver tables are a function of the event set.
-
-For random change events of one or two small tables (int key or (int, text) key; inserts, updates that
+ For random change events of one or two small tables (int key or (int, text) key; inserts, updates that
 omit columns, key changes and chains of them, deletes, truncates, re-inserts, updates of unknown keys,
 REPLICA IDENTITY FULL images, duplicates), cut into random batches:
 * the snapshot and history tables equal those of the pure-Python reference resolver (``tests.reference``);
 * applying a batch again changes no row;
 * any split into batches, applied in any order, gives exactly the same rows (technical columns included).
-
-The first tests check the reference itself against hand-computed expectations (milliseconds, no Spark).
+ The first tests check the reference itself against hand-computed expectations (milliseconds, no Spark).
 ``RESOLVER_PROPERTY_EXAMPLES=200 python -m pytest tests/e2e/test_resolve_properties.py`` runs a long
 campaign.
 """

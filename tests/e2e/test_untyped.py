@@ -1,6 +1,5 @@
 """Streams without column types reach silver, and no table that received events is left out of it unreported.
-
-Debezium records kept without the schema envelope and without record keys (``value.converter.schemas.enable
+ Debezium records kept without the schema envelope and without record keys (``value.converter.schemas.enable
 =false``, the primary key named in a schema file) give the lake a real Debezium with the envelope gives
 (tests/vectors/debezium: the same workload recorded both ways). A table whose events cannot be applied is
 named in its summary and on stderr, the exit status is 3, its events stay in bronze, and ingesting the same

@@ -12,15 +12,14 @@ driver's command line, and a driver's settings start from the ``spark.*`` system
   dynamic CDS archive (``-XX:ArchiveClassesAtExit``) and every later driver maps them instead of loading and
   verifying them again. A session start plus a small Delta write and read took 9.4 s instead of 14.0 s (two
   runs each, side by side); nearly every ``resolver`` child the e2e tests start is that short.
-
-The archive is only valid for the class path it was made with (a ``SPARK_CONF_DIR`` of the developer's own
+ The archive is only valid for the class path it was made with (a ``SPARK_CONF_DIR`` of the developer's own
 changes it: such drivers silently load their classes as usual; a JVM cannot archive with a folder holding
 files on its class path, which is why the settings are properties and not a ``spark-defaults.conf``). The
 archive is kept between runs under ``~/.cache/resolver-tests``, keyed by the Java, the Spark install and the
 options; the first run on a machine makes it (about 40 s). ``RESOLVER_TEST_CDS=off`` makes none, for a run
 that starts few drivers and no ``resolver`` children (CI's Spark-tier tests of the oldest pair), where
-making it would cost more than it saves.
-``RESOLVER_TEST_JIT=full`` keeps the JVM's defaults, compiled expressions and no archive (for comparing);
+making it would cost more than it saves. ``RESOLVER_TEST_JIT=full`` keeps the JVM's defaults, compiled
+expressions and no archive (for comparing);
 the README's quickstart (tests/e2e/test_readme.py) compiles its expressions as a user's run does
 (``compiled_options``); the product's own sessions never set any of these.
 """

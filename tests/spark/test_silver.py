@@ -184,9 +184,9 @@ def test_the_explode_pass_measures_what_separate_aggregates_count(
 
     from resolver import read_wal2json
     from resolver.plan.batch_plan import plan_changes
+    from resolver.table.explode import is_move
     from resolver.table.exploded import explode_batch, moved_events
     from resolver.table.merge import key_ranges, keys_of
-    from resolver.table.store import is_move
 
     at = '"timestamp":"2026-11-21 16:30:12+00","lsn":"0/1932960"'
     odd = tmp_path / "odd.json"  # a timestamp Spark cannot hold: a bad value

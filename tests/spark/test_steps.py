@@ -1,6 +1,6 @@
 """``resolver.spark.steps``: the jobs of a step carry its name, the thread's description comes back
-afterwards,
-and ``python -m bench.steps`` attributes Delta's own job descriptions to the step that ran them."""
+afterwards, and ``python -m bench.steps`` attributes Delta's own job descriptions to the step that ran
+them."""
 
 from __future__ import annotations
 

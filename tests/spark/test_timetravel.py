@@ -1,6 +1,5 @@
 """Time travel (``resolver.ops.timetravel.as_of``, ``resolver as-of``) on a lake of the samples, checked
-against a
-plain-Python replay of the sample's events up to each point."""
+against a plain-Python replay of the sample's events up to each point."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The options of one batch (``resolver.config.batch_options``): the defaults, and one line for anything else
-passed
-where the options go. No Spark."""
+passed where the options go. No Spark."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """``resolver.plan.coverage``: why a table's events cannot be applied, and the check every batch's summaries
-pass
-(each table that received events applied, held or reported). No Spark."""
+pass (each table that received events applied, held or reported). No Spark."""
 
 from __future__ import annotations
 

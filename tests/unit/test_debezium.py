@@ -1,7 +1,6 @@
 """``resolver.formats.debezium`` on real Debezium output (tests/vectors/debezium/, recorded from PostgreSQL
-15 by
-tests/harness/java/debezium/record_vectors.py): what each record becomes, the order, key changes, the TOAST
-placeholder, and bad records to quarantine. No Spark, no JVM."""
+15 by tests/harness/java/debezium/record_vectors.py): what each record becomes, the order, key changes, the
+TOAST placeholder, and bad records to quarantine. No Spark, no JVM."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """A seeded mutation fuzzer for the wal2json reader (no Spark session): no line raises, no line is lost.
-
-Inputs: ``samples/wal2json-v1`` and ``samples/wal2json-v2``, and every output of the upstream and local test
+ Inputs: ``samples/wal2json-v1`` and ``samples/wal2json-v2``, and every output of the upstream and local test
 vectors (``../shared/reference/wal2json_vectors/index.json``, read as the ``format-version`` its call asked
 for; format 1 when the call names none). A stream is one or two inputs of one format, with 0–4 mutations:
 truncation, bit flips, duplicated and deleted lines, swapped quotes, 70-digit numbers, invalid UTF-8,
@@ -18,8 +17,7 @@ For each stream:
   counted v2 transaction each line but its B and C is exactly one event, quarantined change or message;
   a v1 transaction's events carry its first line;
 * the rows a Spark task makes of them (``resolver.batch.read``'s task function, run here without Spark)
-  convert
-  to Arrow under the parse schema (an out-of-range number there would fail the task);
+  convert to Arrow under the parse schema (an out-of-range number there would fail the task);
 * ``detect_format`` raises nothing either.
 
 ``FUZZ_STREAMS`` (default 3,000: about 6 s on one core) sets the number of streams, ``FUZZ_SEED``

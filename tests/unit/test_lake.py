@@ -1,7 +1,6 @@
 """Table names as PostgreSQL writes them (resolver.formats.names), their folders in the lake
-(resolver.lake.folders) and
-their quoting in Spark SQL (resolver.spark.sql): one-to-one, inside the lake, readable for ordinary names. No
-Spark."""
+(resolver.lake.folders) and their quoting in Spark SQL (resolver.spark.sql): one-to-one, inside the lake,
+readable for ordinary names. No Spark."""
 
 from __future__ import annotations
 

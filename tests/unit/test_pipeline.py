@@ -1,6 +1,5 @@
 """Pipeline files (resolver.config.pipeline): validation with path and hint, settings per table, the source's
-files.
-No Spark."""
+files. No Spark."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Which fragments make one transaction (``resolver.formats.stitch_plan``), from the pure reader's fragments
-of real
-wal2json framing: a transaction cut into a tail, middles and a head, a bad line inside it, transactions
-left for a later batch, streams without framing. No Spark: the aggregate ``resolver.batch.stitch.summarize``
+of real wal2json framing: a transaction cut into a tail, middles and a head, a bad line inside it,
+transactions left for a later batch, streams without framing. No Spark: the aggregate
+``resolver.batch.stitch.summarize``
 takes in Spark is done here over the reader's own items."""
 
 from __future__ import annotations

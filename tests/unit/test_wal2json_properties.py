@@ -1,6 +1,5 @@
 """Property tests (hypothesis) for the wal2json reader: nothing is lost, whatever the damage or the cut.
-
-For any stream of v2 transactions, any lines damaged, and any cut into two files:
+ For any stream of v2 transactions, any lines damaged, and any cut into two files:
 * every line of a change is accounted for exactly once: an event, a quarantined record, or a fragment;
 * the events of undamaged, uncut transactions are exactly the changes the stream holds, in order;
 * fragments of the two files together hold the cut transaction's changes with consistent positions.
