@@ -26,28 +26,22 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from functools import reduce
 
 from pyspark.sql import DataFrame, SparkSession
 
+from resolver.batch.ingest import apply_planned
 from resolver.config.batch_options import BatchOptions, batch_options
 from resolver.config.tableschema import TableSchema
 from resolver.lake.folders import changes_path, history_path, schema_log_path, snapshot_path
 from resolver.models import TableSummary
 from resolver.plan.batch_plan import BatchPlan, plan_changes
-from resolver.plan.coverage import check_covered
-from resolver.plan.schemalog import write_schema_log
-from resolver.spark.parallelism import parallel_tables
-from resolver.table.apply import apply_table
 from resolver.table.quarantine import write_records
-from resolver.table.summaries import empty_summary
 
 # the paths and the plan are re-exported: callers that knew them from here keep working
 __all__ = [
     "BatchPlan",
     "apply_changes",
-    "apply_planned",
     "changes_path",
     "history_path",
     "plan_changes",
@@ -88,56 +82,3 @@ def apply_changes(
     refused = [r for r in (bad, plan.rejected) if r is not None]
     write_records(spark, lake, reduce(DataFrame.unionByName, refused) if refused else None, "events")
     return tables
-
-
-def apply_planned(
-    spark: SparkSession,
-    events: DataFrame,
-    lake: str,
-    plan: BatchPlan,
-    options: BatchOptions,
-    all_new: bool,
-) -> tuple[list[TableSummary], DataFrame | None]:
-    """Apply a planned batch (``plan_changes``) to every table's silver tables: the batch's schema changes
-    are logged first, then the tables are applied on a pool of threads (``resolver.table.apply.apply_table``).
-    Returns the tables' summaries, sorted by table name, and the records of values that did not fit their
-    columns, for the quarantine (None: there were none). ``all_new`` says the lake held none of these
-    events before (``resolver.batch.ingest.ingest`` knows it from bronze's write): each table's change store
-    is then appended to without looking for them first."""
-    if plan.accepted is not None:
-        events = plan.accepted
-    meta = plan.meta
-    refused = plan.unapplied
-    for table, why in sorted(refused.items()):
-        log.info("table %s not applied: %s", table, why)
-    write_schema_log(
-        spark,
-        lake,
-        [e for t, layout in plan.layouts.items() if layout and t not in refused for e in layout.schema_log],
-    )
-
-    def one(table: str) -> tuple[TableSummary, DataFrame | None]:
-        result: tuple[TableSummary, DataFrame | None]
-        try:
-            if table in refused:  # left alone: its events stay in bronze, the summary says why
-                result = (empty_summary(table, meta[table], refused[table]), None)
-            else:
-                result = apply_table(spark, events, lake, meta[table], plan.layouts[table], all_new)
-        except Exception as e:
-            if not options.isolate:
-                raise
-            log.exception("table %s failed; the other tables go on", table)
-            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-            result = (empty_summary(table, meta[table], f"{type(e).__name__}: {first}"), None)
-        if options.on_table is not None:
-            options.on_table(result[0])
-        return result
-
-    # tables are independent: their jobs overlap on one session (Delta commits per table do not conflict)
-    with ThreadPoolExecutor(max_workers=max(1, min(parallel_tables(spark), len(meta)))) as pool:
-        results = list(pool.map(one, sorted(meta)))
-    bad = [b for _, b in results if b is not None]
-    failed = [empty_summary(t, None, why) for t, why in plan.failed.items()]
-    summaries = sorted([summary for summary, _ in results] + failed, key=lambda t: t.table)
-    check_covered(meta, plan.layouts, summaries)
-    return summaries, reduce(DataFrame.unionByName, bad) if bad else None

@@ -5,7 +5,6 @@ truncate, a re-key or a dropped column affects every key. Read from the change s
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -13,32 +12,14 @@ from pyspark.sql import functions as F
 from resolver.plan.tablemeta import TableMeta
 from resolver.spark import sql
 from resolver.table.explode import is_move
-from resolver.table.exploded import Stored
-from resolver.table.merge import KeyRange, key_ranges, keys_of, range_sql
+from resolver.table.key_ranges import key_ranges, keys_of, range_sql
 from resolver.table.moves import linked_keys
 from resolver.table.resolve import collapse_untracked, resolve_versions
 from resolver.table.store import key_hash
+from resolver.table.table_steps import Affected, Stored
 from resolver.tablelayout import TableLayout
 
-__all__ = ["Affected", "affected_keys", "read_changes", "resolve_affected"]
-
-
-@dataclass
-class Affected:
-    """What the affected-keys step found: the keys' hashes (``node``; None = every key), their range as
-    literals Delta skips files with, whether the store holds key changes or truncates, and the
-    pointer-jumping rounds the key-change graph took."""
-
-    nodes: DataFrame | None
-    has_moves: bool
-    has_truncates: bool
-    ranges: list[KeyRange] = field(default_factory=list)
-    rounds: int = 0
-    late_possible: bool = True  # False: no event of the batch is older than the newest keyed one held before
-    after_held: bool = False  # every event of the batch is newer than every keyed change held before it
-    newest: int | None = None  # the newest commit LSN of a keyed change held after the batch (None: none)
-    newest_known: bool = False  # whether ``newest`` is known (the marker records it)
-    moves: int | None = None  # how many key changes the changes hold, when known (a first batch's own)
+__all__ = ["affected_keys", "read_changes", "resolve_affected"]
 
 
 def affected_keys(

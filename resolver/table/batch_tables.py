@@ -4,7 +4,6 @@ turned on when large), and the batch's last write, the change store's marker."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
@@ -20,24 +19,11 @@ from resolver.lake.folders import (
     TablePaths,
 )
 from resolver.lake.tables import open_tables
-from resolver.table.affected import Affected
 from resolver.table.store import rekey
+from resolver.table.table_steps import Affected, BatchTables
 from resolver.tablelayout import TableLayout
 
-__all__ = ["BatchTables", "mark_applied", "open_batch_tables"]
-
-
-@dataclass
-class BatchTables:
-    """A table's Delta tables for this batch (None: a silver table its settings do not keep), and where they
-    are."""
-
-    paths: TablePaths
-    store: DeltaTable
-    history: DeltaTable | None
-    snapshot: DeltaTable | None
-    rekeyed: bool
-    deletion_vectors: bool  # deletion vectors were turned on for the silver tables now
+__all__ = ["mark_applied", "open_batch_tables"]
 
 
 def open_batch_tables(spark: SparkSession, paths: TablePaths, layout: TableLayout) -> BatchTables:

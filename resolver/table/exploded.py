@@ -7,38 +7,16 @@ what adding it to the change store found (``Stored``)."""
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from resolver.table.explode import explode_events, is_move
-from resolver.table.merge import BOUNDED, KeyRange
+from resolver.table.key_ranges import BOUNDED, KeyRange
+from resolver.table.table_steps import Exploded
 from resolver.tablelayout import TableLayout
 
-__all__ = ["Exploded", "Stored", "explode_batch", "moved_events"]
-
-
-@dataclass(frozen=True)
-class Exploded:
-    """The batch's rows for one table (materialized) and what the same pass measured."""
-
-    rows: DataFrame
-    moves: int  # rows that change their key (an event the batch holds twice counts twice)
-    bad: int  # values that did not fit their column (one per line that carried it)
-    ranges: list[KeyRange]  # each integral, string or date key column's range among the keys named
-
-
-@dataclass
-class Stored:
-    """What appending the batch to the change store found."""
-
-    exploded: Exploded  # the batch exploded against the layout, materialized and measured
-    held: DataFrame  # the changes the table's keys are looked up in: the store (a first batch: its own)
-    version: int  # the store's version afterwards
-    adopted: bool  # truncates kept from before the table's first rows came with it
-    flags_hold: bool  # the marker's key-change and truncate flags still describe the store before it
-    done: bool  # every event was held already and the silver tables hold all the store has
+__all__ = ["explode_batch", "moved_events"]
 
 
 def explode_batch(events: DataFrame, layout: TableLayout) -> Exploded:

@@ -19,9 +19,8 @@ from resolver.lake.folders import TablePaths
 from resolver.plan.tablemeta import TableMeta
 from resolver.spark import sql
 from resolver.spark.steps import step
-from resolver.table.affected import Affected
-from resolver.table.batch_tables import BatchTables
-from resolver.table.exploded import Stored, explode_batch
+from resolver.table.exploded import explode_batch
+from resolver.table.table_steps import Affected, BatchTables, Stored
 from resolver.table.truncates import pending_truncates
 from resolver.tablelayout import TableLayout
 

@@ -14,19 +14,12 @@ from resolver.lake import delta
 from resolver.plan.tablemeta import TableMeta
 from resolver.spark import sql
 from resolver.spark.steps import step
-from resolver.table.affected import Affected, affected_keys, read_changes
-from resolver.table.batch_tables import BatchTables
-from resolver.table.exploded import Stored, explode_batch
-from resolver.table.merge import (
-    diff_rows,
-    keys_of,
-    merge_changes,
-    merge_snapshot,
-    merge_versions,
-    range_sql,
-    replace_snapshot,
-)
+from resolver.table.affected import affected_keys, read_changes
+from resolver.table.exploded import explode_batch
+from resolver.table.key_ranges import keys_of, range_sql
+from resolver.table.merge import diff_rows, merge_changes, merge_snapshot, merge_versions, replace_snapshot
 from resolver.table.store import key_hash
+from resolver.table.table_steps import Affected, BatchTables, Stored
 from resolver.table.truncates import pending_truncates
 from resolver.tablelayout import TableLayout
 

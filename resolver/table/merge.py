@@ -4,15 +4,14 @@ the batch's late events."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from resolver.spark import sql
+from resolver.table.key_ranges import KeyRange, key_bounds, range_sql
 
 
 def diff_rows(
@@ -102,9 +101,9 @@ def merge_changes(
     """One MERGE applying ``changes`` (with ``__action``) to ``target``, matching on ``key`` null-safely;
     returns the rows it inserted, updated and deleted (``insert``, ``update``, ``delete``: the MERGE's own
     result, read without a Spark job). The condition also bounds the target's key columns by ``ranges``
-    (the affected keys' range) or, when there are none, by the changes' own key range (``_key_bounds``),
+    (the affected keys' range) or, when there are none, by the changes' own key range (``key_bounds``),
     as literals Delta can skip files with (a join condition alone prunes nothing)."""
-    bounds = range_sql(ranges, "t.") if ranges else _key_bounds(changes, key)
+    bounds = range_sql(ranges, "t.") if ranges else key_bounds(changes, key)
     on = " AND ".join([*bounds, *[f"t.{sql.ident(k)} <=> s.{sql.ident(k)}" for k in key]])
     return _merge(
         target.alias("t").merge(changes.alias("s"), on),
@@ -164,59 +163,3 @@ def _merge(
 
 #: the columns of a MERGE's result (Delta's ``execute()``) that say what it did
 _RESULT_COLUMNS = {"insert": "num_inserted_rows", "update": "num_updated_rows", "delete": "num_deleted_rows"}
-
-
-BOUNDED = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.StringType, T.DateType)
-
-
-def _key_bounds(changes: DataFrame, key: list[str]) -> list[str]:
-    """``t.k BETWEEN lo AND hi`` (or ``IS NULL``) for each integral, string or date key column of
-    ``changes`` (the batch's diff, already materialized), from one small aggregate."""
-    return range_sql(key_ranges(changes, key), "t.")
-
-
-KeyRange = tuple[str, Any, Any, bool]
-"""A key column's name, its smallest and largest value, and whether it is ever NULL."""
-
-
-def key_ranges(df: DataFrame, key: Sequence[str]) -> list[KeyRange]:
-    """The range of each integral, string or date key column of ``df``, from one aggregate; none when
-    ``df`` is empty or no key column has such a type."""
-    types = {f.name: f.dataType for f in df.schema.fields}
-    bounded = [k for k in key if isinstance(types.get(k), BOUNDED)]
-    if not bounded:
-        return []
-    aggs = [
-        agg
-        for i, k in enumerate(bounded)
-        for agg in (
-            F.min(sql.col(k)).alias(f"lo{i}"),
-            F.max(sql.col(k)).alias(f"hi{i}"),
-            F.max(sql.col(k).isNull()).alias(f"null{i}"),
-        )
-    ]
-    row = df.agg(*aggs).first()
-    if row is None or row["null0"] is None:  # no rows: nothing to bound
-        return []
-    return [(k, row[f"lo{i}"], row[f"hi{i}"], bool(row[f"null{i}"])) for i, k in enumerate(bounded)]
-
-
-def range_sql(ranges: list[KeyRange], prefix: str) -> list[str]:
-    """One condition per range, on the column ``prefix`` + its name (``t.``, ``__key.``)."""
-    out = []
-    for k, lo, hi, nulls in ranges:
-        name = prefix + sql.ident(k)
-        parts = [f"{name} BETWEEN {sql.literal(lo)} AND {sql.literal(hi)}"] if lo is not None else []
-        if nulls:
-            parts.append(f"{name} IS NULL")
-        out.append("(" + " OR ".join(parts) + ")")
-    return out
-
-
-def keys_of(changes: DataFrame, key: Sequence[str]) -> DataFrame:
-    """Every key ``changes`` name, under ``__key`` or ``__old_key``, as the key columns."""
-    new, old = (
-        changes.filter(F.col(s).isNotNull()).select(*[F.col(s)[k].alias(k) for k in key])
-        for s in ("__key", "__old_key")
-    )
-    return new.union(old)

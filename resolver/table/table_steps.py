@@ -2,19 +2,77 @@
 first of them hands to the rest. Two kinds of batch carry them out: a table's first batch, whose Delta tables
 were just created (``resolver.table.first_batch.FirstBatch``: what it holds is only its own rows, so finding
 and reading the affected keys has nothing to do and the silver tables are appended to), and every later one
-(``resolver.table.later_batch.LaterBatch``: the change store looked up, the history diffed and MERGEd)."""
+(``resolver.table.later_batch.LaterBatch``: the change store looked up, the history diffed and MERGEd).
+
+What the steps hand to each other is defined here too (``BatchTables``, ``Exploded``, ``Stored``,
+``Affected``), so each step's module imports the types and none imports another step for them."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Protocol
 
+from delta.tables import DeltaTable
 from pyspark.sql import DataFrame
 
-from resolver.table.affected import Affected
-from resolver.table.exploded import Stored
+from resolver.lake.folders import TablePaths
+from resolver.table.key_ranges import KeyRange
 from resolver.tablelayout import TableLayout
 
-__all__ = ["Stored", "TableSteps"]  # Stored is resolver.table.exploded's
+__all__ = ["Affected", "BatchTables", "Exploded", "Stored", "TableSteps"]
+
+
+@dataclass(frozen=True)
+class Exploded:
+    """The batch's rows for one table (materialized) and what the same pass measured."""
+
+    rows: DataFrame
+    moves: int  # rows that change their key (an event the batch holds twice counts twice)
+    bad: int  # values that did not fit their column (one per line that carried it)
+    ranges: list[KeyRange]  # each integral, string or date key column's range among the keys named
+
+
+@dataclass
+class Stored:
+    """What appending the batch to the change store found."""
+
+    exploded: Exploded  # the batch exploded against the layout, materialized and measured
+    held: DataFrame  # the changes the table's keys are looked up in: the store (a first batch: its own)
+    version: int  # the store's version afterwards
+    adopted: bool  # truncates kept from before the table's first rows came with it
+    flags_hold: bool  # the marker's key-change and truncate flags still describe the store before it
+    done: bool  # every event was held already and the silver tables hold all the store has
+
+
+@dataclass
+class Affected:
+    """What the affected-keys step found: the keys' hashes (``node``; None = every key), their range as
+    literals Delta skips files with, whether the store holds key changes or truncates, and the
+    pointer-jumping rounds the key-change graph took."""
+
+    nodes: DataFrame | None
+    has_moves: bool
+    has_truncates: bool
+    ranges: list[KeyRange] = field(default_factory=list)
+    rounds: int = 0
+    late_possible: bool = True  # False: no event of the batch is older than the newest keyed one held before
+    after_held: bool = False  # every event of the batch is newer than every keyed change held before it
+    newest: int | None = None  # the newest commit LSN of a keyed change held after the batch (None: none)
+    newest_known: bool = False  # whether ``newest`` is known (the marker records it)
+    moves: int | None = None  # how many key changes the changes hold, when known (a first batch's own)
+
+
+@dataclass
+class BatchTables:
+    """A table's Delta tables for this batch (None: a silver table its settings do not keep), and where they
+    are."""
+
+    paths: TablePaths
+    store: DeltaTable
+    history: DeltaTable | None
+    snapshot: DeltaTable | None
+    rekeyed: bool
+    deletion_vectors: bool  # deletion vectors were turned on for the silver tables now
 
 
 class TableSteps(Protocol):

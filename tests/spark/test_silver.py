@@ -70,7 +70,7 @@ def test_key_ranges_keep_every_key_they_were_taken_from(spark: SparkSession) -> 
     NULLs in string keys survive as SQL literals, on plain columns and on the fields of ``__key``."""
     from pyspark.sql import functions as F
 
-    from resolver.table.merge import key_ranges, range_sql
+    from resolver.table.key_ranges import key_ranges, range_sql
 
     regions = ["a'b", "c\\d", "e`f", "ápac", "", None, "z", "a"]
     df = spark.createDataFrame([(r, i) for i, r in enumerate(regions)], "region string, id int")
@@ -186,7 +186,7 @@ def test_the_explode_pass_measures_what_separate_aggregates_count(
     from resolver.plan.batch_plan import plan_changes
     from resolver.table.explode import is_move
     from resolver.table.exploded import explode_batch, moved_events
-    from resolver.table.merge import key_ranges, keys_of
+    from resolver.table.key_ranges import key_ranges, keys_of
 
     at = '"timestamp":"2026-11-21 16:30:12+00","lsn":"0/1932960"'
     odd = tmp_path / "odd.json"  # a timestamp Spark cannot hold: a bad value
