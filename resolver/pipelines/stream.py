@@ -108,7 +108,8 @@ def stream_pipeline(
         progress = StreamProgress()
         # once=True: what has landed (availableNow), then the query ends; without it, it runs until stopped
         query = stream_pipeline(local_session(), "pipeline.yaml", once=True, progress=progress)
-        query.awaitTermination() print([s.files_applied for s in progress.summaries])
+        query.awaitTermination()
+        print([s.files_applied for s in progress.summaries])
     """
     if isinstance(pipeline, str):
         pipeline = load_pipeline(pipeline)
