@@ -823,7 +823,10 @@ def map_commits(commits: Sequence[Commit], frames: Sequence[Frame], tables: Sequ
             c.lsn, c.time = frame.lsn, frame.time
             seen.append(c)
         previous = c.state
-    assert not by_xid, f"transactions in the stream that the workload did not commit: {sorted(by_xid)}"
+    assert not by_xid, (
+        f"transactions in the stream that the workload did not commit: {sorted(by_xid)} "
+        f"(their lines: {[by_xid[x].lines for x in sorted(by_xid)][:3]})"
+    )
     assert all(a.lsn < b.lsn for a, b in zip(seen, seen[1:], strict=False)), "commit LSNs out of commit order"
     return seen
 
