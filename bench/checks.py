@@ -50,7 +50,7 @@ def check_seed(spark: SparkSession, lake: str, spec: Spec) -> Check:
     from resolver import plan_changes, read_wal2json
     from resolver.lake.folders import changes_path, history_path, snapshot_path
     from resolver.table.explode import explode_events
-    from resolver.table.resolve import resolve_versions
+    from resolver.table.resolve import Holds, resolve_versions
 
     seed_lake(spark, lake, spec)
     path = target_wal2json(spec, os.path.join(lake, "_seed", "target.json"))
@@ -59,7 +59,7 @@ def check_seed(spark: SparkSession, lake: str, spec: Spec) -> Check:
     assert layout is not None
     store = explode_events(batch.events, layout).drop("__file", "__line").localCheckpoint(eager=True)
     batch.unpersist()
-    versions, _ = resolve_versions(store, layout, moves=False, truncates=False)
+    versions, _ = resolve_versions(store, layout, Holds(moves=False, truncates=False))
     read = spark.read.format("delta").load
     for name, ours, expected in (
         ("seed: change store", read(changes_path(lake, TABLE)).drop("__file", "__line"), store),

@@ -321,7 +321,7 @@ class Bench:
     def g4_resolution(self) -> Goal:
         from resolver import plan_changes
         from resolver.table.explode import explode_events
-        from resolver.table.resolve import resolve_versions
+        from resolver.table.resolve import Holds, resolve_versions
 
         s = self.scale
         spec = Spec(batch_events=s.resolve_events, seed=4)
@@ -332,7 +332,7 @@ class Bench:
         self.log(f"  G4 resolving {s.resolve_events:,} events")
 
         def ours() -> None:
-            versions, _ = resolve_versions(changes, layout, moves=False, truncates=False)
+            versions, _ = resolve_versions(changes, layout, Holds(moves=False, truncates=False))
             versions.write.format("noop").mode("overwrite").save()
 
         def max_by() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from functools import reduce
 
 from pyspark.sql import DataFrame, SparkSession
@@ -28,6 +29,7 @@ from resolver.spark.steps import step
 from resolver.table.apply import apply_table
 from resolver.table.quarantine import write_quarantine, write_records
 from resolver.table.summaries import empty_summary
+from resolver.table.table_steps import BatchEvents
 
 __all__ = ["apply_planned", "ingest"]
 
@@ -74,8 +76,8 @@ def ingest(
             lo, hi = counts.get("min_commit_lsn"), counts.get("max_commit_lsn")
             metrics, version = write_bronze(spark, lake, events, lo, hi, batch.files)
         accepted = metrics.get("numTargetRowsInserted", 0)
-        all_new = accepted > 0 and accepted == counts["events"]  # then no change store holds any of them
-        tables, bad = apply_planned(spark, events, lake, plan, options, all_new)
+        unseen = accepted > 0 and accepted == counts["events"]  # then no change store holds any of them
+        tables, bad = apply_planned(spark, BatchEvents(events, unseen), lake, plan, options)
         write_records(spark, lake, bad, batch.format.value)
     finally:
         batch.unpersist()
@@ -112,20 +114,19 @@ def _quarantine(
 
 def apply_planned(
     spark: SparkSession,
-    events: DataFrame,
+    events: BatchEvents,
     lake: str,
     plan: BatchPlan,
     options: BatchOptions,
-    all_new: bool,
 ) -> tuple[list[TableSummary], DataFrame | None]:
     """Apply a planned batch (``plan_changes``) to every table's silver tables: the batch's schema changes
     are logged first, then the tables are applied on a pool of threads (``resolver.table.apply.apply_table``).
     Returns the tables' summaries, sorted by table name, and the records of values that did not fit their
-    columns, for the quarantine (None: there were none). ``all_new`` says the lake held none of these
-    events before (``resolver.batch.ingest.ingest`` knows it from bronze's write): each table's change store
-    is then appended to without looking for them first."""
+    columns, for the quarantine (None: there were none). ``events.unseen`` says the lake held none of these
+    events before (``ingest`` knows it from bronze's write): each table's change store is then appended to
+    without looking for them first."""
     if plan.accepted is not None:
-        events = plan.accepted
+        events = replace(events, rows=plan.accepted)
     meta = plan.meta
     refused = plan.unapplied
     for table, why in sorted(refused.items()):
@@ -142,7 +143,7 @@ def apply_planned(
             if table in refused:  # left alone: its events stay in bronze, the summary says why
                 result = (empty_summary(table, meta[table], refused[table]), None)
             else:
-                result = apply_table(spark, events, lake, meta[table], plan.layouts[table], all_new)
+                result = apply_table(spark, events, lake, meta[table], plan.layouts[table])
         except Exception as e:
             if not options.isolate:
                 raise

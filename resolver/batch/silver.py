@@ -37,6 +37,7 @@ from resolver.lake.folders import changes_path, history_path, schema_log_path, s
 from resolver.models import TableSummary
 from resolver.plan.batch_plan import BatchPlan, plan_changes
 from resolver.table.quarantine import write_records
+from resolver.table.table_steps import BatchEvents
 
 # the paths and the plan are re-exported: callers that knew them from here keep working
 __all__ = [
@@ -78,7 +79,7 @@ def apply_changes(
     """
     options = batch_options(options)
     plan = plan_changes(spark, events, lake, schemas, options)
-    tables, bad = apply_planned(spark, events, lake, plan, options, all_new=False)
+    tables, bad = apply_planned(spark, BatchEvents(events), lake, plan, options)
     refused = [r for r in (bad, plan.rejected) if r is not None]
     write_records(spark, lake, reduce(DataFrame.unionByName, refused) if refused else None, "events")
     return tables

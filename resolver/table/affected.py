@@ -14,24 +14,22 @@ from resolver.spark import sql
 from resolver.table.explode import is_move
 from resolver.table.key_ranges import key_ranges, keys_of, range_sql
 from resolver.table.moves import linked_keys
-from resolver.table.resolve import collapse_untracked, resolve_versions
+from resolver.table.resolve import Holds, collapse_untracked, resolve_versions
 from resolver.table.store import key_hash
-from resolver.table.table_steps import Affected, Stored
+from resolver.table.table_steps import Affected, BatchTables, Stored
 from resolver.tablelayout import TableLayout
 
 __all__ = ["affected_keys", "read_changes", "resolve_affected"]
 
 
-def affected_keys(
-    stored: Stored, layout: TableLayout, meta: TableMeta, *, rekeyed: bool, found_drops: bool
-) -> Affected:
+def affected_keys(stored: Stored, layout: TableLayout, meta: TableMeta, tables: BatchTables) -> Affected:
     """The batch's affected keys, looked up among the changes the store holds (``stored.held``). When the
     store marker's key-change and truncate flags and its newest keyed LSN still describe the store before
-    this batch (``stored.flags_hold``, and no drops were found among the held rows just now:
-    ``found_drops``), no scan is needed. ``rekeyed``: the key columns changed; ``stored.adopted``: the
-    batch brought truncates kept from before the table's first rows (both affect every key)."""
+    this batch (``stored.flags_hold``), no scan is needed. Every key is affected when the key columns
+    changed (``tables.rekeyed``) or the batch brought truncates kept from before the table's first rows
+    (``stored.adopted``)."""
     exploded, all_changes, adopted = stored.exploded, stored.held, stored.adopted
-    flags_hold = stored.flags_hold and not found_drops
+    flags_hold, rekeyed = stored.flags_hold, tables.rekeyed
     rows = exploded.rows
     touched = (
         rows.select(key_hash(F.col("__key")).alias("node"))
@@ -114,9 +112,8 @@ def read_changes(all_changes: DataFrame, affected: Affected, layout: TableLayout
 
 def resolve_affected(changes: DataFrame, layout: TableLayout, affected: Affected) -> DataFrame:
     """The affected keys' versions, with their key hash (``__kh``), materialized."""
-    versions, jump_rounds = resolve_versions(
-        changes, layout, moves=affected.has_moves, truncates=affected.has_truncates, longest=affected.moves
-    )
+    holds = Holds(affected.has_moves, affected.has_truncates, affected.moves)
+    versions, jump_rounds = resolve_versions(changes, layout, holds)
     affected.rounds += jump_rounds
     if layout.track:
         versions = collapse_untracked(versions, layout)

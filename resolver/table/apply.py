@@ -7,6 +7,7 @@ does differs (``resolver.table.first_batch``, ``resolver.table.later_batch``).""
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -25,7 +26,7 @@ from resolver.table.merge import late_events
 from resolver.table.quarantine import bad_value_records
 from resolver.table.store import rescan_drops
 from resolver.table.summaries import already_applied, empty_summary, table_summary
-from resolver.table.table_steps import TableSteps
+from resolver.table.table_steps import BatchEvents, TableSteps
 from resolver.table.truncates import defer_truncates
 from resolver.tablelayout import TableLayout
 
@@ -34,17 +35,16 @@ log = logging.getLogger(__name__)
 
 def apply_table(
     spark: SparkSession,
-    events: DataFrame,
+    events: BatchEvents,
     lake: str,
     meta: TableMeta,
     layout: TableLayout | None,
-    all_new: bool = False,
 ) -> tuple[TableSummary, DataFrame | None]:
-    """Bring one table's silver tables up to date; also returns its quarantine records, if any.
-    ``all_new``: the lake held none of the batch's events before it (bronze took every one as new)."""
+    """Bring one table's silver tables up to date with the batch's ``events``; also returns its quarantine
+    records, if any."""
     name = meta.table
     if layout is None:  # only truncates (resolver.plan.coverage): held until the table's first rows
-        defer_truncates(spark, events, lake, name)
+        defer_truncates(spark, events.rows, lake, name)
         return empty_summary(name, meta, None).model_copy(update={"notes": [HELD_NOTE]}), None
     paths = TablePaths.of(lake, name)
     with step(spark, name, "tables"):
@@ -53,7 +53,7 @@ def apply_table(
     steps: TableSteps = (
         FirstBatch(spark, lake, meta, layout, tables)
         if first
-        else LaterBatch(spark, lake, meta, layout, tables, all_new)
+        else LaterBatch(spark, lake, meta, layout, tables)
     )
     stored = steps.store(events)
     if stored.done:
@@ -61,8 +61,9 @@ def apply_table(
     found = rescan_drops(stored.held, layout) if layout.rescan else {}
     if found:  # drops of columns new to the lake (or sent earlier than it knew) found among held inserts
         steps.layout = layout = with_found_drops(spark, lake, layout, found)
+        stored = replace(stored, flags_hold=False)  # the marker's flags knew none of these drops
     with step(spark, name, "affected keys"):
-        affected = steps.affected(stored, found_drops=bool(found))
+        affected = steps.affected(stored)
     with step(spark, name, "read changes"):
         changes = steps.changes(stored, affected)
     with step(spark, name, "resolve"):

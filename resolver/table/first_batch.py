@@ -20,7 +20,7 @@ from resolver.plan.tablemeta import TableMeta
 from resolver.spark import sql
 from resolver.spark.steps import step
 from resolver.table.exploded import explode_batch
-from resolver.table.table_steps import Affected, BatchTables, Stored
+from resolver.table.table_steps import Affected, BatchEvents, BatchTables, Stored
 from resolver.table.truncates import pending_truncates
 from resolver.tablelayout import TableLayout
 
@@ -45,12 +45,12 @@ class FirstBatch:
     layout: TableLayout
     tables: BatchTables
 
-    def store(self, events: DataFrame) -> Stored:
+    def store(self, events: BatchEvents) -> Stored:
         """Explode the batch, materialize its changes (with the truncates that came before the table's first
         rows) and append them to the empty change store."""
         spark, name = self.spark, self.layout.table
         with step(spark, name, "explode"):
-            exploded = explode_batch(events, self.layout)
+            exploded = explode_batch(events.rows, self.layout)
         store_schema = self.tables.store.toDF().schema
         changes = exploded.rows.dropDuplicates(["__lsn", "__pos"]).select(
             *[sql.col(f.name) for f in store_schema.fields]
@@ -64,7 +64,7 @@ class FirstBatch:
             version = delta.append(self.tables.store, self.tables.paths.changes, changes)
         return Stored(exploded, changes, version, pending is not None, flags_hold=False, done=False)
 
-    def affected(self, stored: Stored, found_drops: bool) -> Affected:
+    def affected(self, stored: Stored) -> Affected:
         """Every key the batch names (nothing else is held), and what the store now holds: the batch's key
         changes and truncates, its newest commit LSN (no later batch's event older than that is late)."""
         exploded = stored.exploded

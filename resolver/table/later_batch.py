@@ -19,7 +19,7 @@ from resolver.table.exploded import explode_batch
 from resolver.table.key_ranges import keys_of, range_sql
 from resolver.table.merge import diff_rows, merge_changes, merge_snapshot, merge_versions, replace_snapshot
 from resolver.table.store import key_hash
-from resolver.table.table_steps import Affected, BatchTables, Stored
+from resolver.table.table_steps import Affected, BatchEvents, BatchTables, Stored
 from resolver.table.truncates import pending_truncates
 from resolver.tablelayout import TableLayout
 
@@ -28,26 +28,24 @@ __all__ = ["LaterBatch"]
 
 @dataclass
 class LaterBatch:
-    """The steps of a batch of a table whose Delta tables exist (``tables``, opened for this batch).
-    ``all_new``: the lake held none of the batch's events before it (bronze took every one as new)."""
+    """The steps of a batch of a table whose Delta tables exist (``tables``, opened for this batch)."""
 
     spark: SparkSession
     lake: str
     meta: TableMeta
     layout: TableLayout
     tables: BatchTables
-    all_new: bool
 
-    def store(self, events: DataFrame) -> Stored:
+    def store(self, events: BatchEvents) -> Stored:
         """Explode the batch and add its new rows to the change store, with the truncates a new table kept.
-        When the lake held none of the batch's events (``all_new``: bronze took them all as new, and the
+        When the lake held none of the batch's events (``events.unseen``: bronze took them all as new, and the
         store only ever holds events bronze took before), they are appended blindly; otherwise by an
         insert-only MERGE on (commit LSN, position), bounded by the batch's LSN range, which skips those
         held already."""
         spark, layout, store = self.spark, self.layout, self.tables.store
         name = layout.table
         with step(spark, name, "explode"):
-            exploded = explode_batch(events, layout)
+            exploded = explode_batch(events.rows, layout)
         batch = exploded.rows.dropDuplicates(["__lsn", "__pos"]).select(
             *[sql.col(c) for c in store.toDF().columns]
         )
@@ -56,7 +54,7 @@ class LaterBatch:
             pending = pending_truncates(spark, self.lake, name, store.toDF().schema)
             if pending is not None:
                 batch, adopted = batch.unionByName(pending), True
-        if self.all_new:
+        if events.unseen:
             with step(spark, name, "store append"):
                 inserted, version = True, delta.append(store, self.tables.paths.changes, batch)
         else:
@@ -77,11 +75,9 @@ class LaterBatch:
         )  # every event of the batch is in the store, and the silver tables hold all the store has
         return Stored(exploded, store.toDF(), version, adopted, flags_hold, done)
 
-    def affected(self, stored: Stored, found_drops: bool) -> Affected:
+    def affected(self, stored: Stored) -> Affected:
         """The batch's affected keys, looked up in the store (``resolver.table.affected.affected_keys``)."""
-        return affected_keys(
-            stored, self.layout, self.meta, rekeyed=self.tables.rekeyed, found_drops=found_drops
-        )
+        return affected_keys(stored, self.layout, self.meta, self.tables)
 
     def changes(self, stored: Stored, affected: Affected) -> DataFrame:
         """The affected keys' held changes, read from the store in one scan."""

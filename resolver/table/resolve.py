@@ -21,6 +21,8 @@ How, in a fixed number of passes plus O(log chain length) rounds:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.window import WindowSpec
@@ -30,7 +32,7 @@ from resolver.table.moves import pointer_jump
 from resolver.table.touches import END, PRODUCE, touches, touches_in_place
 from resolver.tablelayout import TableLayout
 
-__all__ = ["MAX_LSN", "MAX_TIME_MICROS", "collapse_untracked", "max_time", "resolve_versions"]
+__all__ = ["MAX_LSN", "MAX_TIME_MICROS", "Holds", "collapse_untracked", "max_time", "resolve_versions"]
 
 MAX_LSN = 2**63 - 1
 MAX_TIME_MICROS = 253402300799999999  # 9999-12-31 23:59:59.999999 UTC
@@ -44,30 +46,36 @@ def max_time() -> Column:
 _SEQ = ["__lsn", "__pos"]
 
 
+@dataclass(frozen=True)
+class Holds:
+    """What a set of change rows is known to hold, so that resolving them may take a shorter way. The
+    default promises nothing. ``moves=False`` promises no key change among them: then a row's lineage is
+    its segment within one key, and every pass is one window over the key (no pointer jumping, no
+    checkpoint; ``_versions_in_place``); ``truncates=False`` promises no truncate either, and then each
+    event is one touch of one key, read in one pass. ``longest``: a bound on the key changes among them,
+    when known (``moves.pointer_jump``)."""
+
+    moves: bool = True
+    truncates: bool = True
+    longest: int | None = None
+
+
 def resolve_versions(
-    changes: DataFrame,
-    layout: TableLayout,
-    moves: bool = True,
-    truncates: bool = True,
-    longest: int | None = None,
+    changes: DataFrame, layout: TableLayout, holds: Holds = Holds()
 ) -> tuple[DataFrame, int]:
     """History versions of the keys in ``changes`` (typed change rows of one table, closed under moves,
-    plus the table's truncates). ``moves=False`` promises there is no key change among them: then a row's
-    lineage is its segment within one key, and every pass is one window over the key (no pointer jumping,
-    no checkpoint; ``_versions_in_place``); ``truncates=False`` promises there is no truncate either, and
-    then each event is one touch of one key, read in one pass. ``longest``: a bound on the key changes
-    among ``changes``, when known (``moves.pointer_jump``). Returns the versions and the pointer-jumping
-    rounds it took."""
+    plus the table's truncates), taking the shortest way ``holds`` allows. Returns the versions and the
+    pointer-jumping rounds it took."""
     by_key = Window.partitionBy("__k").orderBy(*_SEQ, "__tie")
-    if not moves and not truncates and not layout.drops:
+    if not holds.moves and not holds.truncates and not layout.drops:
         found = touches_in_place(changes, layout, by_key)
     else:
         found = touches(changes, layout)
     found = _segments(found, by_key)
-    if not moves:
+    if not holds.moves:
         return _versions_in_place(found, layout, by_key), 0
     found = found.withColumn("__prev_lsn", F.lag("__lsn").over(by_key)).localCheckpoint(eager=True)
-    live, steps, rounds = _lineages(found, longest)
+    live, steps, rounds = _lineages(found, holds.longest)
     states = _states(live, found, layout)
     versions = _state_changes(states, by_key, Window.partitionBy("__k").orderBy("__lsn")).drop("__pos")
     return _with_moves(versions, steps, layout), rounds

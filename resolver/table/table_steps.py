@@ -4,8 +4,8 @@ were just created (``resolver.table.first_batch.FirstBatch``: what it holds is o
 and reading the affected keys has nothing to do and the silver tables are appended to), and every later one
 (``resolver.table.later_batch.LaterBatch``: the change store looked up, the history diffed and MERGEd).
 
-What the steps hand to each other is defined here too (``BatchTables``, ``Exploded``, ``Stored``,
-``Affected``), so each step's module imports the types and none imports another step for them."""
+What the steps hand to each other is defined here too (``BatchEvents``, ``BatchTables``, ``Exploded``,
+``Stored``, ``Affected``), so each step's module imports the types and none imports another step for them."""
 
 from __future__ import annotations
 
@@ -19,7 +19,17 @@ from resolver.lake.folders import TablePaths
 from resolver.table.key_ranges import KeyRange
 from resolver.tablelayout import TableLayout
 
-__all__ = ["Affected", "BatchTables", "Exploded", "Stored", "TableSteps"]
+__all__ = ["Affected", "BatchEvents", "BatchTables", "Exploded", "Stored", "TableSteps"]
+
+
+@dataclass(frozen=True)
+class BatchEvents:
+    """The events a batch applies (every table's: each table's steps take their own) and what bronze's write
+    found out about them. ``unseen``: the lake held none of them before (bronze took every one as new), so
+    no change store holds any of them and they are appended without looking for them first."""
+
+    rows: DataFrame
+    unseen: bool = False
 
 
 @dataclass(frozen=True)
@@ -81,13 +91,12 @@ class TableSteps(Protocol):
 
     layout: TableLayout
 
-    def store(self, events: DataFrame) -> Stored:
+    def store(self, events: BatchEvents) -> Stored:
         """Explode the batch against the layout and add its new rows to the change store."""
         ...
 
-    def affected(self, stored: Stored, found_drops: bool) -> Affected:
-        """The keys the batch affects (``found_drops``: drops were found among the held rows just now, so
-        the marker's flags no longer describe the store)."""
+    def affected(self, stored: Stored) -> Affected:
+        """The keys the batch affects."""
         ...
 
     def changes(self, stored: Stored, affected: Affected) -> DataFrame:
