@@ -2,7 +2,8 @@
 JVM): every module of ``formats/``, ``config/`` and ``capture/`` and the others listed; each package imports
 only itself, the shared modules at the top and the packages below it (``LAYERS``); no two modules of
 ``resolver`` import each other, directly or through others; and no function takes more than six parameters
-(options objects instead of lists of flags). No Spark."""
+(options objects instead of lists of flags), and no step of a batch or a table takes a boolean flag. No
+Spark."""
 
 from __future__ import annotations
 
@@ -155,3 +156,21 @@ def test_no_function_takes_more_than_six_parameters() -> None:
                 if len(names) > MOST_PARAMETERS:
                     long.append(f"{path.name}:{node.lineno} {node.name}({', '.join(names)})")
     assert long == []
+
+
+#: the packages of a batch's and a table's steps: what a step does is chosen by the facts it is handed
+#: (``BatchEvents``, ``Stored``, ``Holds``, ``BatchTables``), never by a boolean parameter
+NO_FLAGS = ("batch", "table")
+
+
+def test_no_step_of_a_batch_or_a_table_takes_a_boolean_flag() -> None:
+    flags = []
+    for package in NO_FLAGS:
+        for path in sorted((PACKAGE / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    a = node.args
+                    for x in [*a.posonlyargs, *a.args, *a.kwonlyargs]:
+                        if x.annotation is not None and ast.unparse(x.annotation) in ("bool", "bool | None"):
+                            flags.append(f"{package}/{path.name}:{node.lineno} {node.name}({x.arg})")
+    assert flags == []
