@@ -78,10 +78,28 @@ def _facts(events: DataFrame) -> list[Any]:
         ]
 
     none = F.lit(None)
+    empty_operation = F.lit(None).cast(base.schema["operation"].dataType)
     per_table = base.select(*shaped(_TABLE, none, none, none, True))
+    # Per column and type, only its first and last event count. The events' column lists are few (one per
+    # shape of event a table's schema gives), so the events are grouped by them first, and only each
+    # list's first and last event become a row per column: the explode is over the lists, not the events.
+    lists = base.groupBy("table", names.alias("n"), types.alias("t")).agg(
+        F.min(F.struct(*_WHERE)).alias("first"), F.max(F.struct("commit_lsn", "position")).alias("last")
+    )
+    last = F.struct(
+        *[F.col(f"{'last' if w in ('commit_lsn', 'position') else 'first'}.{w}").alias(w) for w in _WHERE]
+    )
     per_column = (
-        base.select("*", F.explode(F.arrays_zip(names.alias("n"), types.alias("t"))).alias("c"))
+        lists.select("table", "n", "t", F.explode(F.array("first", last)).alias("at"))
+        .select("table", "at", F.explode(F.arrays_zip("n", "t")).alias("c"))
         .filter(F.col("c.t").isNotNull())  # no types in the stream (include-types=0): nothing to compare
+        .select(
+            "table",
+            "c",
+            empty_operation.alias("operation"),
+            F.lit(None).cast(base.schema["commit_time"].dataType).alias("commit_time"),
+            *[F.col(f"at.{w}").alias(w) for w in _WHERE],
+        )
         .select(*shaped(_COLUMN, F.col("c.n"), F.col("c.t"), none, False))
     )
     inserts = base.filter((F.col("operation") == "insert") & F.col("commit_lsn").isNotNull())

@@ -51,13 +51,14 @@ def cast_text(text: Column, spark_type: str) -> Column:
 
 
 def _lookup(names: Column, values: Column, candidates: tuple[str, ...]) -> tuple[Column, Column]:
-    """(present, text) of the first of ``candidates`` found in the parallel arrays ``names``/``values``."""
+    """(present, text) of the first of ``candidates`` found in the parallel arrays ``names``/``values``: one
+    scan of ``names`` per candidate (its position, 0 when absent)."""
     present = F.lit(False)
     text = F.lit(None).cast("string")
     for name in reversed(candidates):
-        has = F.coalesce(F.array_contains(names, name), F.lit(False))
-        idx = F.array_position(names, name).cast("int")
-        text = F.when(has, F.element_at(values, F.when(idx > 0, idx).otherwise(F.lit(1)))).otherwise(text)
+        idx = F.coalesce(F.array_position(names, name), F.lit(0)).cast("int")
+        has = idx > 0
+        text = F.when(has, F.element_at(values, F.when(has, idx).otherwise(F.lit(1)))).otherwise(text)
         present = present | has
     return present, text
 
@@ -67,23 +68,45 @@ def explode_events(events: DataFrame, layout: TableLayout) -> DataFrame:
     with ``resolver.models.ChangeEvent`` columns). Events without a commit LSN are left out (the caller
     counts them)."""
     ev = events.filter((F.col("table") == layout.table) & F.col("commit_lsn").isNotNull())
+    # Three projections, each reading the one before: every column's text looked up in the event's arrays
+    # (``__h``/``__n``: in the new image, ``__oh``/``__o``: in the old key), then cast (``__c`` carried,
+    # ``__x`` text, ``__t``/``__ot`` typed), then the rows. Written as one, each lookup and cast stood in
+    # several expressions and ran once for each (a 40-column table: about 4 times the time); Spark keeps
+    # projections apart whose columns the next one reads more than once.
+    kept = ["commit_lsn", "position", "operation", "commit_time", "xid", "old_key_names", "source_file"]
+    kept.append("source_line")
+    looked_up = []
+    for i, col in enumerate(layout.columns):
+        new_has, new_text = _lookup(F.col("column_names"), F.col("column_values"), col.stream_names)
+        old_has, old_text = _lookup(F.col("old_key_names"), F.col("old_key_values"), col.stream_names)
+        looked_up += [new_has.alias(f"__h{i}"), new_text.alias(f"__n{i}")]
+        looked_up += [old_has.alias(f"__oh{i}"), old_text.alias(f"__o{i}")]
+    ev = ev.select(*kept, *looked_up)
     op = F.col("operation")
     is_insert, is_update, is_delete = op == "insert", op == "update", op == "delete"
+    cast = []
+    for i, col in enumerate(layout.columns):
+        new_has, old_has = F.col(f"__h{i}"), F.col(f"__oh{i}")
+        text = F.when(new_has, F.col(f"__n{i}")).when(is_update & old_has, F.col(f"__o{i}"))
+        cast += [(new_has | (is_update & old_has)).alias(f"__c{i}"), text.alias(f"__x{i}")]
+        cast += [
+            cast_text(text, col.type).alias(f"__t{i}"),
+            cast_text(F.col(f"__o{i}"), col.type).alias(f"__ot{i}"),
+        ]
+        cast += [old_has, F.col(f"__o{i}")]
+    ev = ev.select(*kept, *cast)
     values: dict[str, Column] = {}
     old_values: dict[str, Column] = {}
     present: dict[str, Column] = {}
     has_old: dict[str, Column] = {}
     bad: list[Column] = []
-    for col in layout.columns:
-        new_has, new_text = _lookup(F.col("column_names"), F.col("column_values"), col.stream_names)
-        old_has, old_text = _lookup(F.col("old_key_names"), F.col("old_key_values"), col.stream_names)
-        carried = new_has | (is_update & old_has)  # an insert lacks a column only if it did not exist
-        text = F.when(new_has, new_text).when(is_update & old_has, old_text)
-        typed = cast_text(text, col.type)
+    for i, col in enumerate(layout.columns):
+        carried = F.col(f"__c{i}")  # an insert lacks a column only if it did not exist
+        text, typed, old_text = F.col(f"__x{i}"), F.col(f"__t{i}"), F.col(f"__o{i}")
         values[col.name] = F.when(carried, typed)
-        old_values[col.name] = cast_text(old_text, col.type)
+        old_values[col.name] = F.col(f"__ot{i}")
         present[col.name] = carried
-        has_old[col.name] = old_has
+        has_old[col.name] = F.col(f"__oh{i}")
         bad.append(F.when(text.isNotNull() & typed.isNull(), F.concat(F.lit(col.name + ": "), text)))
         if col.name in layout.key:
             bad.append(
@@ -111,11 +134,9 @@ def explode_events(events: DataFrame, layout: TableLayout) -> DataFrame:
         .when(is_update, key)
         .when(is_delete & sent_old_key, old_key)
         .alias("__old_key"),
-        F.filter(
-            F.array(*[F.when(present[c], F.lit(c)) for c in layout.names]), lambda x: x.isNotNull()
-        ).alias("__present"),
+        F.array_compact(F.array(*[F.when(present[c], F.lit(c)) for c in layout.names])).alias("__present"),
         *[values[c].alias(c) for c in layout.names],
-        F.filter(F.array(*bad), lambda x: x.isNotNull()).alias("__bad"),
+        F.array_compact(F.array(*bad)).alias("__bad"),
         F.col("source_file").alias("__file"),
         F.col("source_line").alias("__line"),
     )
