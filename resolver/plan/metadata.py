@@ -78,7 +78,6 @@ def _facts(events: DataFrame) -> list[Any]:
         ]
 
     none = F.lit(None)
-    empty_operation = F.lit(None).cast(base.schema["operation"].dataType)
     per_table = base.select(*shaped(_TABLE, none, none, none, True))
     # Per column and type, only its first and last event count. The events' column lists are few (one per
     # shape of event a table's schema gives), so the events are grouped by them first, and only each
@@ -96,7 +95,7 @@ def _facts(events: DataFrame) -> list[Any]:
         .select(
             "table",
             "c",
-            empty_operation.alias("operation"),
+            F.lit(None).cast(base.schema["operation"].dataType).alias("operation"),
             F.lit(None).cast(base.schema["commit_time"].dataType).alias("commit_time"),
             *[F.col(f"at.{w}").alias(w) for w in _WHERE],
         )

@@ -31,6 +31,17 @@ from resolver.tablelayout import TableLayout
 __all__ = ["cast_text", "explode_events", "is_move"]
 
 _TIMELIKE = ("date", "timestamp", "timestamp_ntz")
+#: the event's columns ``explode_events`` carries through its projections to the rows
+_KEPT = (
+    "commit_lsn",
+    "position",
+    "operation",
+    "commit_time",
+    "xid",
+    "old_key_names",
+    "source_file",
+    "source_line",
+)
 
 
 def is_move() -> Column:
@@ -73,15 +84,13 @@ def explode_events(events: DataFrame, layout: TableLayout) -> DataFrame:
     # ``__x`` text, ``__t``/``__ot`` typed), then the rows. Written as one, each lookup and cast stood in
     # several expressions and ran once for each (a 40-column table: about 4 times the time); Spark keeps
     # projections apart whose columns the next one reads more than once.
-    kept = ["commit_lsn", "position", "operation", "commit_time", "xid", "old_key_names", "source_file"]
-    kept.append("source_line")
     looked_up = []
     for i, col in enumerate(layout.columns):
         new_has, new_text = _lookup(F.col("column_names"), F.col("column_values"), col.stream_names)
         old_has, old_text = _lookup(F.col("old_key_names"), F.col("old_key_values"), col.stream_names)
         looked_up += [new_has.alias(f"__h{i}"), new_text.alias(f"__n{i}")]
         looked_up += [old_has.alias(f"__oh{i}"), old_text.alias(f"__o{i}")]
-    ev = ev.select(*kept, *looked_up)
+    ev = ev.select(*_KEPT, *looked_up)
     op = F.col("operation")
     is_insert, is_update, is_delete = op == "insert", op == "update", op == "delete"
     cast = []
@@ -94,7 +103,7 @@ def explode_events(events: DataFrame, layout: TableLayout) -> DataFrame:
             cast_text(F.col(f"__o{i}"), col.type).alias(f"__ot{i}"),
         ]
         cast += [old_has, F.col(f"__o{i}")]
-    ev = ev.select(*kept, *cast)
+    ev = ev.select(*_KEPT, *cast)
     values: dict[str, Column] = {}
     old_values: dict[str, Column] = {}
     present: dict[str, Column] = {}
