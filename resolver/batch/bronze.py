@@ -28,12 +28,13 @@ BRONZE_PROPERTIES = {
 
 
 def write_bronze(
-    spark: SparkSession, lake: str, events: DataFrame, lo: int | None, hi: int | None, files: Sequence[str]
+    spark: SparkSession, path: str, events: DataFrame, lo: int | None, hi: int | None, files: Sequence[str]
 ) -> tuple[dict[str, int], int]:
-    """Append the events bronze does not have yet. Returns the MERGE metrics and bronze's version."""
+    """Append the events bronze (the Delta table at ``path``: ``resolver.lake.folders.Lake.bronze``) does not
+    have yet. Returns the MERGE metrics and bronze's version."""
     table = delta.ensure_table(
         spark,
-        delta.table_path(lake, delta.BRONZE),
+        path,
         EVENT_SCHEMA,
         BRONZE_PROPERTIES,
         "Every change event accepted, append-only, unique on (table, commit_lsn, position)",
@@ -45,7 +46,7 @@ def write_bronze(
     ranked = events.withColumn("_rank", F.row_number().over(first))
     unique = ranked.filter(F.col("_rank") == 1).drop("_rank")
     if delta.version(table) == 0:  # bronze holds nothing yet (only its creation): nothing to look up
-        return delta.append_counted(table, delta.table_path(lake, delta.BRONZE), unique)
+        return delta.append_counted(table, path, unique)
     bounds = []
     if lo is not None and hi is not None:
         bounds.append(f"(t.commit_lsn BETWEEN {lo} AND {hi})")

@@ -19,8 +19,9 @@ from resolver.batch.bronze import write_bronze
 from resolver.batch.read import ParsedBatch, read_wal2json
 from resolver.config.batch_options import BatchOptions, batch_options
 from resolver.config.tableschema import TableSchema, load_schemas
+from resolver.lake.folders import Lake
 from resolver.models import Format, IngestSummary, TableSummary
-from resolver.plan.batch_plan import BatchPlan, plan_changes
+from resolver.plan.batch_plan import BatchPlan, plan_batch
 from resolver.plan.coverage import check_covered
 from resolver.plan.schemalog import write_schema_log
 from resolver.spark.parallelism import parallel_tables
@@ -31,7 +32,7 @@ from resolver.table.quarantine import write_quarantine, write_records
 from resolver.table.summaries import empty_summary
 from resolver.table.table_steps import BatchEvents
 
-__all__ = ["apply_planned", "ingest"]
+__all__ = ["apply_planned", "ingest", "ingest_batch"]
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ log = logging.getLogger(__name__)
 def ingest(
     spark: SparkSession,
     paths: Sequence[str],
-    lake: str,
+    lake: str | Lake,
     fmt: Format | str,
     schemas: Mapping[str, TableSchema] | str | None = None,
     options: BatchOptions | None = None,
@@ -60,25 +61,37 @@ def ingest(
         summary = ingest(local_session(), ["landing/0001.json"], "lake", "wal2json-v2", options=options)
         print("\\n".join(summary.lines()))
     """
-    options = batch_options(options)
     if isinstance(schemas, str):
         schemas = load_schemas(schemas)
+    return ingest_batch(spark, paths, Lake.at(lake), fmt, schemas, batch_options(options))
+
+
+def ingest_batch(
+    spark: SparkSession,
+    paths: Sequence[str],
+    lake: Lake,
+    fmt: Format | str,
+    schemas: Mapping[str, TableSchema] | None,
+    options: BatchOptions,
+) -> IngestSummary:
+    """``ingest`` with its lake, schemas and options resolved (``resolver.pipelines.run`` resolves them once
+    for all its batches): the batch's steps."""
     batch = read_wal2json(spark, paths, fmt, window=options.window)
     try:
         with step(spark, "ingest", "plan"):  # may refuse the batch: nothing is written yet
-            plan = plan_changes(spark, batch.events, lake, schemas, options)
+            plan = plan_batch(spark, batch.events, lake, schemas, options)
         with step(spark, "ingest", "read and count"):
             counts = batch.counts()
             open_from = batch.open_from
-        unread, refused = _quarantine(spark, lake, batch, plan, counts["quarantined"])
+        unread, refused = _quarantine(spark, lake.quarantine, batch, plan, counts["quarantined"])
         events = plan.accepted if plan.accepted is not None else batch.events
         with step(spark, "ingest", "bronze"):
             lo, hi = counts.get("min_commit_lsn"), counts.get("max_commit_lsn")
-            metrics, version = write_bronze(spark, lake, events, lo, hi, batch.files)
+            metrics, version = write_bronze(spark, lake.bronze, events, lo, hi, batch.files)
         accepted = metrics.get("numTargetRowsInserted", 0)
         unseen = accepted > 0 and accepted == counts["events"]  # then no change store holds any of them
-        tables, bad = apply_planned(spark, BatchEvents(events, unseen), lake, plan, options)
-        write_records(spark, lake, bad, batch.format.value)
+        tables, bad = apply_planned(spark, BatchEvents(events, unseen), plan, options)
+        write_records(spark, lake.quarantine, bad, batch.format.value)
     finally:
         batch.unpersist()
     return IngestSummary(
@@ -97,27 +110,23 @@ def ingest(
 
 
 def _quarantine(
-    spark: SparkSession, lake: str, batch: ParsedBatch, plan: BatchPlan, unreadable: int
+    spark: SparkSession, path: str, batch: ParsedBatch, plan: BatchPlan, unreadable: int
 ) -> tuple[int, int]:
     """Send the records the reader could not read, and the events a quarantine policy took out of the
-    batch, to the quarantine table; returns how many of each were new there."""
+    batch, to the quarantine table (at ``path``); returns how many of each were new there."""
     with step(spark, "ingest", "quarantine"):
-        unread = write_quarantine(spark, lake, batch.quarantine, batch.files) if unreadable else 0
+        unread = write_quarantine(spark, path, batch.quarantine, batch.files) if unreadable else 0
     refused = 0
     if plan.rejected is not None:  # events a quarantine policy took out of the batch
         records = plan.rejected.withColumn("format", F.lit(batch.format.value))
         records = records.select(*QUARANTINE_SCHEMA.fieldNames())
         with step(spark, "ingest", "quarantine"):
-            refused = write_quarantine(spark, lake, records, batch.files)
+            refused = write_quarantine(spark, path, records, batch.files)
     return unread, refused
 
 
 def apply_planned(
-    spark: SparkSession,
-    events: BatchEvents,
-    lake: str,
-    plan: BatchPlan,
-    options: BatchOptions,
+    spark: SparkSession, events: BatchEvents, plan: BatchPlan, options: BatchOptions
 ) -> tuple[list[TableSummary], DataFrame | None]:
     """Apply a planned batch (``plan_changes``) to every table's silver tables: the batch's schema changes
     are logged first, then the tables are applied on a pool of threads (``resolver.table.apply.apply_table``).
@@ -133,7 +142,7 @@ def apply_planned(
         log.info("table %s not applied: %s", table, why)
     write_schema_log(
         spark,
-        lake,
+        plan.lake.schema_log,
         [e for t, layout in plan.layouts.items() if layout and t not in refused for e in layout.schema_log],
     )
 
@@ -143,7 +152,7 @@ def apply_planned(
             if table in refused:  # left alone: its events stay in bronze, the summary says why
                 result = (empty_summary(table, meta[table], refused[table]), None)
             else:
-                result = apply_table(spark, events, lake, meta[table], plan.layouts[table])
+                result = apply_table(spark, events, plan.table(table))
         except Exception as e:
             if not options.isolate:
                 raise

@@ -33,9 +33,9 @@ from pyspark.sql import DataFrame, SparkSession
 from resolver.batch.ingest import apply_planned
 from resolver.config.batch_options import BatchOptions, batch_options
 from resolver.config.tableschema import TableSchema
-from resolver.lake.folders import changes_path, history_path, schema_log_path, snapshot_path
+from resolver.lake.folders import Lake, changes_path, history_path, schema_log_path, snapshot_path
 from resolver.models import TableSummary
-from resolver.plan.batch_plan import BatchPlan, plan_changes
+from resolver.plan.batch_plan import BatchPlan, plan_batch, plan_changes
 from resolver.table.quarantine import write_records
 from resolver.table.table_steps import BatchEvents
 
@@ -56,7 +56,7 @@ log = logging.getLogger(__name__)
 def apply_changes(
     spark: SparkSession,
     events: DataFrame,
-    lake: str,
+    lake: str | Lake,
     schemas: Mapping[str, TableSchema] | None = None,
     options: BatchOptions | None = None,
 ) -> list[TableSummary]:
@@ -78,8 +78,10 @@ def apply_changes(
             print(t.table, t.inserted, t.updated, t.deleted)
     """
     options = batch_options(options)
-    plan = plan_changes(spark, events, lake, schemas, options)
-    tables, bad = apply_planned(spark, BatchEvents(events), lake, plan, options)
+    plan = plan_batch(spark, events, Lake.at(lake), schemas, options)
+    tables, bad = apply_planned(spark, BatchEvents(events), plan, options)
     refused = [r for r in (bad, plan.rejected) if r is not None]
-    write_records(spark, lake, reduce(DataFrame.unionByName, refused) if refused else None, "events")
+    write_records(
+        spark, plan.lake.quarantine, reduce(DataFrame.unionByName, refused) if refused else None, "events"
+    )
     return tables

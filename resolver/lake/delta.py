@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from resolver.lake.folders import BRONZE, QUARANTINE
 from resolver.paths import join_inside
 from resolver.spark import sql
 
@@ -34,9 +35,6 @@ __all__ = [
     "set_properties",
     "table_path",
 ]
-
-BRONZE = "bronze/change_events"
-QUARANTINE = "quarantine"
 
 
 #: Delta column mapping by name: what a table needs to hold columns whose names Delta refuses otherwise.

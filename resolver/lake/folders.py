@@ -21,7 +21,7 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from resolver.formats.names import qualified, split_qualified
@@ -29,11 +29,14 @@ from resolver.paths import is_uri, join_inside
 
 __all__ = [
     "APPLIED_PROPERTY",
+    "BRONZE",
     "DELETION_VECTORS_PROPERTY",
     "DROPS_PROPERTY",
     "HOLDS_PROPERTY",
     "KEY_PROPERTY",
     "KEY_SOURCE_PROPERTY",
+    "Lake",
+    "QUARANTINE",
     "SCHEMA_VERSION_PROPERTY",
     "HISTORY",
     "LOCAL_FOLDERS",
@@ -55,6 +58,9 @@ __all__ = [
 ]
 
 HISTORY = "__history"
+#: the lake's own tables, relative to its root
+BRONZE = "bronze/change_events"
+QUARANTINE = "quarantine"
 TABLE_PROPERTY = "resolver.table"
 #: the resolver's own properties on a table's Delta tables (key, schema version, drop points, markers)
 KEY_PROPERTY = "resolver.key"
@@ -132,40 +138,99 @@ def inside(lake: str, *parts: str) -> str:
 
 def snapshot_path(lake: str, table: str) -> str:
     """``silver/<folder>``: the table as it is (SCD1)."""
-    return inside(lake, "silver", folder(table))
+    return Lake.at(lake).table(table).snapshot
 
 
 def history_path(lake: str, table: str) -> str:
     """``silver/<folder>__history``: every version of every row (SCD2)."""
-    return inside(lake, "silver", folder(table) + HISTORY)
+    return Lake.at(lake).table(table).history
 
 
 def changes_path(lake: str, table: str) -> str:
     """``_resolver/changes/<folder>``: the table's events, typed (the resolver's own state)."""
-    return inside(lake, "_resolver", "changes", folder(table))
+    return Lake.at(lake).table(table).changes
 
 
 @dataclass(frozen=True)
 class TablePaths:
-    """A table's three Delta tables in the lake, resolved once for a batch (``TablePaths.of``)."""
+    """Where one table's batch reads and writes, resolved once (``Lake.table``): its three Delta tables,
+    and the lake's tables its steps add to (the schema log, the truncates held for tables not known yet)."""
 
+    table: str  # the source table, schema.table
     changes: str  # the change store, _resolver/changes/<folder>
     history: str  # silver/<folder>__history
     snapshot: str  # silver/<folder>
+    schema_log: str  # the lake's _resolver/schema_log
+    pending_truncates: str  # the lake's _resolver/pending_truncates
 
     @classmethod
     def of(cls, lake: str, table: str) -> TablePaths:
-        return cls(changes_path(lake, table), history_path(lake, table), snapshot_path(lake, table))
+        return Lake.at(lake).table(table)
+
+
+@dataclass(frozen=True)
+class Lake:
+    """A lake's folders, resolved once from its root (``Lake.at``: a plain path made absolute, or a URI) and
+    handed down, so that no step turns the root into a path again: the resolver's tables of the whole lake,
+    its lock, and each source table's tables (``table``)."""
+
+    name: str  # the lake as it was named (for messages)
+    root: str  # absolute path, or the URI without a trailing slash
+    uri: bool  # whether the lake is named by a URI (read and written through Spark's Hadoop file systems)
+    bronze: str  # bronze/change_events
+    quarantine: str  # quarantine
+    schema_log: str  # _resolver/schema_log
+    pending_truncates: str  # _resolver/pending_truncates
+    ledger: str  # _resolver/ledger: the files resolver run applied
+    stream: str  # _resolver/stream: a pipeline's streaming checkpoint unless it names its own
+    lock: str  # _resolver/run.lock, a file; for a lake named by a URI _resolver/lock, a Delta table
+
+    @classmethod
+    def at(cls, root: str | Lake) -> Lake:
+        """The lake at ``root`` (a ``Lake`` is returned as it is)."""
+        if isinstance(root, Lake):
+            return root
+        uri = is_uri(root)
+        base = root.rstrip("/") if uri else os.path.abspath(root)
+        lake = cls(root, base, uri, *[""] * 7)
+        return replace(
+            lake,
+            bronze=lake.under(*BRONZE.split("/")),
+            quarantine=lake.under(QUARANTINE),
+            schema_log=lake.under("_resolver", "schema_log"),
+            pending_truncates=lake.under("_resolver", "pending_truncates"),
+            ledger=lake.under("_resolver", "ledger"),
+            stream=lake.under("_resolver", "stream"),
+            lock=lake.under("_resolver", "lock" if uri else "run.lock"),
+        )
+
+    def under(self, *parts: str) -> str:
+        """``root/parts…``; each part must be one fixed path component (a name this module makes), so the
+        path stays inside the lake."""
+        return "/".join((self.root, *parts)) if self.uri else os.path.join(self.root, *parts)
+
+    def table(self, table: str) -> TablePaths:
+        """Where the source table ``table`` (schema.table) lives, and the lake's tables its batch adds to
+        (its folder, ``folder``, is one path component: always inside the lake)."""
+        name = folder(table)
+        return TablePaths(
+            table,
+            self.under("_resolver", "changes", name),
+            self.under("silver", name + HISTORY),
+            self.under("silver", name),
+            self.schema_log,
+            self.pending_truncates,
+        )
 
 
 def schema_log_path(lake: str) -> str:
     """Every schema change the lake made: per table, version, change, column, types and commit LSN."""
-    return inside(lake, "_resolver", "schema_log")
+    return Lake.at(lake).schema_log
 
 
 def pending_truncates_path(lake: str) -> str:
     """Truncates of tables the lake does not know the columns of yet (kept until their first rows come)."""
-    return inside(lake, "_resolver", "pending_truncates")
+    return Lake.at(lake).pending_truncates
 
 
 class Folders(Protocol):

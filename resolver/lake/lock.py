@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from resolver.errors import ResolverError
+from resolver.lake.folders import Lake
 from resolver.paths import is_uri
 
 __all__ = [
@@ -63,7 +64,8 @@ class PipelineBusy(LakeBusy):
 
 
 def lock_path(lake: str) -> str:
-    return os.path.join(os.path.abspath(lake), "_resolver", "run.lock")
+    """The lock file of a lake on a POSIX file system (``Lake.lock``)."""
+    return Lake.at(lake).lock
 
 
 def owner_lock_path(checkpoint: str) -> str:
@@ -122,12 +124,12 @@ class _Wait:
 
 
 def lake_lock(
-    lake: str, taker: Taker, wait_seconds: float = 0.0, poll_seconds: float = 0.5
+    lake: str | Lake, taker: Taker, wait_seconds: float = 0.0, poll_seconds: float = 0.5
 ) -> AbstractContextManager[None]:
     """Hold the lake's lock for the ``with`` block. Raises ``LakeBusy`` when another live run holds it
     for longer than ``wait_seconds``. A lake named by a URI keeps its lock in a Delta table
     (``resolver.lake.table_lock``), which needs the taker's ``spark``."""
-    return _lake_lock(lake, taker.record(), taker.spark, _Wait(wait_seconds, poll_seconds))
+    return _lake_lock(Lake.at(lake), taker.record(), taker.spark, _Wait(wait_seconds, poll_seconds))
 
 
 def pipeline_lock(
@@ -143,7 +145,7 @@ def pipeline_lock(
 
 @contextmanager
 def run_locks(
-    lake: str,
+    lake: str | Lake,
     checkpoint: str,
     pipeline: str,
     taker: Taker,
@@ -155,7 +157,7 @@ def run_locks(
     stream that owns it takes the lake's lock for each micro-batch, and a run waiting for the one while
     holding the other would stall both. A pipeline that a stream owns is tried again, with the lake's lock
     let go in between, until ``wait_seconds`` have passed; then ``PipelineBusy``."""
-    me, spark = taker.record(), taker.spark
+    me, spark, lake = taker.record(), taker.spark, Lake.at(lake)
     deadline = time.monotonic() + wait_seconds
     while True:
         with ExitStack() as held:
@@ -173,19 +175,17 @@ def run_locks(
         time.sleep(poll_seconds)
 
 
-def _lake_lock(lake: str, me: dict[str, Any], spark: Any, wait: _Wait) -> AbstractContextManager[None]:
-    if is_uri(lake):
-        lock = _table_lock(spark, lake, None, f"lock of lake {lake}")
-    else:
-        lock = _FileLock(lock_path(lake))
+def _lake_lock(lake: Lake, me: dict[str, Any], spark: Any, wait: _Wait) -> AbstractContextManager[None]:
+    root = lake.name
+    lock = _table_lock(spark, lake.lock, f"lock of lake {root}") if lake.uri else _FileLock(lake.lock)
 
     def refused(who: str) -> LakeBusy:
         return LakeBusy(
-            f"lake {lake} is being written by {who}; expected no other run (pass --wait SECONDS to wait for "
+            f"lake {root} is being written by {who}; expected no other run (pass --wait SECONDS to wait for "
             f"it, or {lock.clear_hint} if that process is gone)"
         )
 
-    return _held(lock, f"lake {lake}", refused, me, wait)
+    return _held(lock, f"lake {root}", refused, me, wait)
 
 
 def _pipeline_lock(
@@ -193,8 +193,7 @@ def _pipeline_lock(
 ) -> AbstractContextManager[None]:
     path = owner_lock_path(checkpoint)
     if is_uri(path):
-        parent, name = path.rsplit("/", 1)
-        lock = _table_lock(spark, parent, name, f"owner lock of pipeline {pipeline}")
+        lock = _table_lock(spark, path, f"owner lock of pipeline {pipeline}")
     else:
         lock = _FileLock(path)
 
@@ -207,14 +206,13 @@ def _pipeline_lock(
     return _held(lock, f"pipeline {pipeline}", refused, me, wait)
 
 
-def _table_lock(spark: Any, parent: str, table: str | None, what: str) -> _Lock:
-    """The lock table ``table`` of ``parent`` (None: the lake's own,
-    ``resolver.lake.table_lock.LOCK_TABLE``)."""
+def _table_lock(spark: Any, path: str, what: str) -> _Lock:
+    """The lock table at ``path`` (``resolver.lake.table_lock``)."""
     if spark is None:
         raise ValueError(f"the {what} is a Delta table: pass the SparkSession")
     from resolver.lake.table_lock import TableLock
 
-    return TableLock(spark, parent) if table is None else TableLock(spark, parent, table)
+    return TableLock(spark, path)
 
 
 @contextmanager

@@ -27,19 +27,18 @@ from pyspark.sql import types as T
 from resolver.lake import delta
 from resolver.spark import sql
 
-__all__ = ["LOCK_TABLE", "TableLock"]
+__all__ = ["TableLock"]
 
-LOCK_TABLE = "_resolver/lock"
 _SCHEMA = T.StructType([T.StructField("slot", T.IntegerType()), T.StructField("holder", T.StringType())])
 
 
 class TableLock:
-    """A lock table, by default the lake's (``table`` is its path in ``lake``; the owner lock of a pipeline
+    """The lock table at ``path`` (a lake's: ``resolver.lake.folders.Lake.lock``; the owner lock of a pipeline
     is another one, ``resolver.lake.lock.pipeline_lock``): ``take``, ``take_over`` and ``release`` are single
     commits that succeed for one run only; ``holder`` reads who has it."""
 
-    def __init__(self, spark: SparkSession, lake: str, table: str = LOCK_TABLE) -> None:
-        self.spark, self.path = spark, delta.table_path(lake, table)
+    def __init__(self, spark: SparkSession, path: str) -> None:
+        self.spark, self.path = spark, path
         self.clear_hint = f"clear it with UPDATE {sql.delta_path(self.path)} SET holder = NULL"
         self._create()
 

@@ -31,17 +31,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
-from pyspark.sql import types as T
 
-from resolver.batch.ingest import ingest
+from resolver.batch.ingest import ingest_batch
 from resolver.config.batch_options import BatchOptions, ReadWindow
 from resolver.config.pipeline import Pipeline, load_pipeline
 from resolver.config.tableschema import TableSchema, load_schemas
 from resolver.errors import ConfigError
 from resolver.files.hadoop_files import source_listing
 from resolver.files.input_files import resolve_format
-from resolver.lake import delta
-from resolver.lake.folders import inside
+from resolver.lake.folders import Lake
+from resolver.lake.ledger import read_ledger, record_files
 from resolver.lake.lock import Taker, run_locks
 from resolver.models import Format, IngestSummary, RunSummary, TableSummary
 
@@ -57,27 +56,18 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-LEDGER = "_resolver/ledger"
-LEDGER_SCHEMA = T.StructType(
-    [
-        T.StructField("path", T.StringType(), False),
-        T.StructField("size", T.LongType(), False),
-        T.StructField("modified_ns", T.LongType(), False),
-        T.StructField("run_id", T.StringType(), False),
-        T.StructField("batch", T.IntegerType(), False),
-        T.StructField("applied_at", T.TimestampType(), False),
-    ]
-)
+LEDGER = "_resolver/ledger"  # the ledger's place in a lake (resolver.lake.folders.Lake.ledger)
 
 
-def ledger_path(lake: str) -> str:
-    return delta.table_path(lake, LEDGER)
+def ledger_path(lake: str | Lake) -> str:
+    return Lake.at(lake).ledger
 
 
-def checkpoint_path(pipeline: Pipeline) -> str:
-    """Where a pipeline's streaming query keeps its checkpoint; its owner lock is beside it
-    (``resolver.lake.lock.owner_lock_path``), taken by streams and scheduled runs of the pipeline alike."""
-    return pipeline.stream.checkpoint or inside(pipeline.lake, "_resolver", "stream")
+def checkpoint_path(pipeline: Pipeline, lake: Lake | None = None) -> str:
+    """Where a pipeline's streaming query keeps its checkpoint (``lake``: the pipeline's, when resolved
+    already); its owner lock is beside it (``resolver.lake.lock.owner_lock_path``), taken by streams and
+    scheduled runs of the pipeline alike."""
+    return pipeline.stream.checkpoint or (lake or Lake.at(pipeline.lake)).stream
 
 
 def pipeline_name(pipeline: Pipeline | str) -> str:
@@ -107,10 +97,10 @@ def run_pipeline(spark: SparkSession, pipeline: Pipeline | str, *, wait_seconds:
             "resolver.pipelines.stream's run_stream or stream_pipeline, which resolver run calls for it)"
         )
     schemas = load_schemas(pipeline.schemas) if pipeline.schemas else None
-    run_id = new_run_id()
-    checkpoint, taker = checkpoint_path(pipeline), Taker.of_session(run_id, spark)
-    with run_locks(pipeline.lake, checkpoint, name, taker, wait_seconds):
-        summary = apply_new_files(spark, pipeline, schemas, run_id)
+    lake, run_id = Lake.at(pipeline.lake), new_run_id()
+    checkpoint, taker = pipeline.stream.checkpoint or lake.stream, Taker.of_session(run_id, spark)
+    with run_locks(lake, checkpoint, name, taker, wait_seconds):
+        summary = apply_new_files(spark, pipeline, lake, schemas, run_id)
     return summary.model_copy(update={"seconds": time.monotonic() - started})
 
 
@@ -122,6 +112,7 @@ def new_run_id() -> str:
 def apply_new_files(
     spark: SparkSession,
     pipeline: Pipeline,
+    lake: Lake,
     schemas: Mapping[str, TableSchema] | None,
     run_id: str,
     only: Collection[str] | None = None,
@@ -130,11 +121,11 @@ def apply_new_files(
     ledger, with ``only``, a streaming micro-batch's files, only those and the ones before them in name
     order; a file that changed since it was applied, one a shipper was still writing, is read again by any
     micro-batch) in batches, each recorded in the ledger once all its tables were applied, up to the file
-    where a transaction still open began. The caller holds the lake's lock."""
-    lake = pipeline.lake
+    where a transaction still open began. ``lake`` is the pipeline's lake, resolved; the caller holds its
+    lock."""
+    applied = read_ledger(spark, lake.ledger)
     fs, stats = source_listing(spark, pipeline.source.path)
     files = list(stats)
-    applied = _read_ledger(spark, lake)
     offered = _offered(files, only)
     todo = [f for i, f in enumerate(files) if applied.get(f) != stats[f] and (f in applied or i < offered)]
     for f in todo:
@@ -159,7 +150,7 @@ def apply_new_files(
     while start < len(todo):
         chunk = todo[start : start + width]
         before, after = _neighbours(files, chunk) if fmt is Format.WAL2JSON_V2 else (None, None)
-        result = _batch(spark, pipeline, fmt, schemas, _Chunk(len(batches) + 1, chunk, before, after))
+        result = _batch(spark, pipeline, lake, fmt, schemas, _Chunk(len(batches) + 1, chunk, before, after))
         batches.append(result)
         broken = {t.table: t.error for t in result.tables if t.error is not None}
         failed.update(broken)
@@ -181,14 +172,14 @@ def apply_new_files(
             log.info("a transaction begun in %s goes on past the batch: reading %d files", chunk[0], width)
             continue
         if done:  # files from the one an open transaction began in wait for its commit (read again then)
-            _record(spark, lake, done, stats, run_id, len(batches))
+            record_files(spark, lake.ledger, done, stats, run_id, len(batches))
             recorded += len(done)
         if len(done) < len(chunk) and start + len(chunk) >= len(todo):
             break  # the rest is inside a transaction whose commit has not landed: nothing more to read now
         start, width = start + (len(done) or len(chunk)), size
     return RunSummary(
         run_id=run_id,
-        lake=lake,
+        lake=pipeline.lake,
         files_seen=len(files),
         files_new=len(todo),
         files_applied=recorded,
@@ -227,11 +218,12 @@ class _Chunk:
 def _batch(
     spark: SparkSession,
     pipeline: Pipeline,
+    lake: Lake,
     fmt: Format,
     schemas: Mapping[str, TableSchema] | None,
     batch: _Chunk,
 ) -> IngestSummary:
-    """Ingest one batch, with its neighbouring files."""
+    """Ingest one batch, with its neighbouring files, into ``lake`` (the pipeline's)."""
     chunk, before, after, label = batch.files, batch.before, batch.after, f"batch {batch.number}"
     read = [f for f in (before, *chunk, after) if f is not None]
     names = f"{_name(chunk[0])}" + (f" .. {_name(chunk[-1])}" if len(chunk) > 1 else "")
@@ -254,7 +246,7 @@ def _batch(
         on_table=on_table,
         window=ReadWindow(open_start=before is not None, open_end=True),
     )
-    result = ingest(spark, read, pipeline.lake, fmt, schemas, options)
+    result = ingest_batch(spark, read, lake, fmt, schemas, options)
     log.info(
         "%s: %d event(s) read, %d new, %d quarantined, %d table(s), %.1f s",
         label,
@@ -269,36 +261,3 @@ def _batch(
 
 def _name(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1]
-
-
-def _read_ledger(spark: SparkSession, lake: str) -> dict[str, tuple[int, int]]:
-    """Each applied file's (size, modification time) as last recorded (one row per file: a small table)."""
-    from delta.tables import DeltaTable
-
-    path = ledger_path(lake)
-    if not DeltaTable.isDeltaTable(spark, path):
-        return {}
-    rows = spark.read.format("delta").load(path).select("path", "size", "modified_ns", "applied_at").collect()
-    latest: dict[str, tuple[object, tuple[int, int]]] = {}
-    for r in sorted(rows, key=lambda r: r["applied_at"]):
-        latest[r["path"]] = (r["applied_at"], (int(r["size"]), int(r["modified_ns"])))
-    return {p: v for p, (_, v) in latest.items()}
-
-
-def _record(
-    spark: SparkSession,
-    lake: str,
-    files: list[str],
-    stats: dict[str, tuple[int, int]],
-    run_id: str,
-    batch: int,
-) -> None:
-    """Add the batch's files to the ledger (one commit; a file already there with the same size and time
-    is not added twice)."""
-    now = datetime.now(UTC).replace(tzinfo=None)
-    rows = [(f, stats[f][0], stats[f][1], run_id, batch, now) for f in files]
-    table = delta.ensure_table(
-        spark, ledger_path(lake), LEDGER_SCHEMA, {"delta.appendOnly": "true"}, "files applied by resolver run"
-    )
-    condition = "t.path = s.path AND t.size = s.size AND t.modified_ns = s.modified_ns"
-    delta.insert_new(table, spark.createDataFrame(rows, LEDGER_SCHEMA), condition)

@@ -47,6 +47,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from resolver.config.pipeline import Pipeline, load_pipeline
 from resolver.config.tableschema import load_schemas
+from resolver.lake.folders import Lake
 from resolver.lake.lock import Taker, lake_lock, pipeline_lock
 from resolver.models import RunSummary
 from resolver.paths import is_uri
@@ -115,7 +116,7 @@ def stream_pipeline(
         pipeline = load_pipeline(pipeline)
     schemas = load_schemas(pipeline.schemas) if pipeline.schemas else None
     progress = progress if progress is not None else StreamProgress()
-    lake = pipeline.lake
+    lake = Lake.at(pipeline.lake)
 
     source, offered = (
         _kafka_source(spark, pipeline) if pipeline.source.kafka else _files_source(spark, pipeline)
@@ -127,7 +128,7 @@ def stream_pipeline(
             with lake_lock(lake, Taker.of_session(run_id, spark), wait_seconds):
                 names = offered(batch, batch_id)
                 log.info("micro-batch %d: %d file(s)", batch_id, len(names))
-                summary = apply_new_files(spark, pipeline, schemas, run_id, only=names)
+                summary = apply_new_files(spark, pipeline, lake, schemas, run_id, only=names)
         except BaseException as e:
             progress.error = e
             raise
@@ -137,12 +138,14 @@ def stream_pipeline(
             raise progress.error
         log.info("micro-batch %d: %d file(s) applied", batch_id, summary.files_applied)
 
-    writer = source.writeStream.foreachBatch(apply).option("checkpointLocation", checkpoint_path(pipeline))
+    writer = source.writeStream.foreachBatch(apply).option(
+        "checkpointLocation", checkpoint_path(pipeline, lake)
+    )
     if once:
         writer = writer.trigger(availableNow=True)
     else:
         writer = writer.trigger(processingTime=f"{pipeline.stream.trigger_seconds} seconds")
-    return writer.queryName(f"resolver {lake}").start()
+    return writer.queryName(f"resolver {lake.name}").start()
 
 
 def run_stream(

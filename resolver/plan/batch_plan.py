@@ -1,5 +1,5 @@
-"""Plan a batch before anything is written: per table its metadata and layout, and the events the
-policies refuse or quarantine (``BatchPlan``)."""
+"""Plan a batch before anything is written: per table its metadata, layout and paths (``TablePlan``), and
+the events the policies refuse or quarantine (``BatchPlan``)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from resolver.config.pipeline import TableSettings
 from resolver.config.tableschema import TableSchema
 from resolver.errors import ConfigError
 from resolver.lake.deletion_vectors import from_bytes
+from resolver.lake.folders import Lake, TablePaths
 from resolver.plan.coverage import unapplied
 from resolver.plan.evolution import TypeChange
 from resolver.plan.layout import table_layout
@@ -26,18 +27,33 @@ from resolver.tablelayout import TableLayout
 
 
 @dataclass(frozen=True)
-class BatchPlan:
-    """What a batch will do to each table, decided before anything is written: the batch's metadata per
-    table, the table's layout (None for a table whose columns are not known yet), and the events the
-    policies send to quarantine (``rejected``, quarantine records; None when there are none) with the
-    events left to apply (``accepted``)."""
+class TablePlan:
+    """What one table's batch is handed (``BatchPlan.table``): the batch's metadata of the table, its layout
+    (None while its columns are not known yet) and where it lives in the lake."""
 
+    meta: TableMeta
+    layout: TableLayout | None
+    paths: TablePaths
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """What a batch will do to each table, decided before anything is written: the lake it goes to, the
+    batch's metadata per table, the table's layout (None for a table whose columns are not known yet), and
+    the events the policies send to quarantine (``rejected``, quarantine records; None when there are none)
+    with the events left to apply (``accepted``)."""
+
+    lake: Lake
     meta: dict[str, TableMeta]
     layouts: dict[str, TableLayout | None]
     accepted: DataFrame | None = None
     rejected: DataFrame | None = None
     failed: dict[str, str] = field(default_factory=dict)
     """Tables refused in this batch (with ``isolate``): table -> the one-line reason."""
+
+    def table(self, table: str) -> TablePlan:
+        """What the table's batch is handed."""
+        return TablePlan(self.meta[table], self.layouts.get(table), self.lake.table(table))
 
     @property
     def unapplied(self) -> dict[str, str]:
@@ -54,7 +70,7 @@ class BatchPlan:
 def plan_changes(
     spark: SparkSession,
     events: DataFrame,
-    lake: str,
+    lake: str | Lake,
     schemas: Mapping[str, TableSchema] | None = None,
     options: BatchOptions | None = None,
 ) -> BatchPlan:
@@ -76,9 +92,19 @@ def plan_changes(
         for table, layout in sorted(plan.layouts.items()):
             print(table, layout.key if layout else "(columns not known yet)")
     """
+    return plan_batch(spark, events, Lake.at(lake), schemas, batch_options(options))
+
+
+def plan_batch(
+    spark: SparkSession,
+    events: DataFrame,
+    lake: Lake,
+    schemas: Mapping[str, TableSchema] | None,
+    options: BatchOptions,
+) -> BatchPlan:
+    """``plan_changes`` with its lake and options resolved (``resolver.batch.ingest.ingest_batch``)."""
     from_bytes(spark)  # bad settings fail here, before anything is written
     parallel_tables(spark)
-    options = batch_options(options)
     policies, include = options.policies, options.include
     failed: dict[str, str] | None = {} if options.isolate else None
 
@@ -91,13 +117,13 @@ def plan_changes(
     layouts = _layouts(spark, lake, meta, schemas or {}, options, failed)
     reasons += unsafe_reasons(layouts, schemas or {})
     if not reasons and not failed:
-        return BatchPlan(meta, layouts)
+        return BatchPlan(lake, meta, layouts)
     if failed:  # their events are left out of this batch altogether (nothing written for those tables)
         events = events.filter(~F.col("table").isin(sorted(failed)))
     if not reasons:
         meta = metadata(events)
         layouts = _layouts(spark, lake, meta, schemas or {}, options, None)
-        return BatchPlan(meta, layouts, events, None, failed or {})
+        return BatchPlan(lake, meta, layouts, events, None, failed or {})
     reason: Column = F.coalesce(*reasons) if len(reasons) > 1 else reasons[0]
     tagged = events.withColumn("__reason", reason)
     accepted = tagged.filter(F.col("__reason").isNull()).drop("__reason")
@@ -112,12 +138,12 @@ def plan_changes(
     )
     meta = metadata(accepted)
     layouts = _layouts(spark, lake, meta, schemas or {}, options, None)
-    return BatchPlan(meta, layouts, accepted, rejected, failed or {})
+    return BatchPlan(lake, meta, layouts, accepted, rejected, failed or {})
 
 
 def _layouts(
     spark: SparkSession,
-    lake: str,
+    lake: Lake,
     meta: dict[str, TableMeta],
     schemas: Mapping[str, TableSchema],
     options: BatchOptions,
@@ -138,7 +164,7 @@ def _layouts(
         if settings.key:  # the pipeline's key wins over the schema file's and the stream's
             schema = (schema or TableSchema(table=table)).model_copy(update={"primary_key": settings.key})
         policy = (schema.unsafe_type_change if schema else None) or options.policies.unsafe_type_change
-        out = table_layout(spark, lake, table, meta[table], schema, policy)
+        out = table_layout(spark, lake.table(table), meta[table], schema, policy)
         if out is None:
             return None
         missing = [c for c in settings.track_history or [] if c not in out.names]

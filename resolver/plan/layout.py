@@ -22,7 +22,7 @@ from resolver.lake.folders import (
     KEY_PROPERTY,
     KEY_SOURCE_PROPERTY,
     SCHEMA_VERSION_PROPERTY,
-    changes_path,
+    TablePaths,
 )
 from resolver.pgtypes import spark_type
 from resolver.plan.drops import drop_points
@@ -57,8 +57,7 @@ class _Evolved:
 
 def table_layout(
     spark: SparkSession,
-    lake: str,
-    table: str,
+    paths: TablePaths,
     meta: TableMeta,
     schema: TableSchema | None,
     policy: Policy = Policy.FAIL,
@@ -66,9 +65,10 @@ def table_layout(
     """The table's columns and key: the lake's (if it has the table) evolved by the batch and the schema
     file; None when nothing tells the columns yet. Fails with one line when the batch reports a key that
     contradicts the lake's."""
+    table = paths.table
     pinned = {c.name: c for c in (schema.columns if schema else [])}
     renamed = schema.rename_map() if schema else {}
-    have = _lake_columns(spark, lake, table, pinned, renamed)
+    have = _lake_columns(spark, paths.changes, pinned, renamed)
     evolved = _evolve_columns(table, meta, have.existing, pinned, renamed, policy)
     cols = tuple(evolved.columns.values())
     names = [c.name for c in cols]
@@ -128,14 +128,13 @@ def table_layout(
 
 
 def _lake_columns(
-    spark: SparkSession, lake: str, table: str, pinned: dict[str, ColumnSpec], renamed: dict[str, str]
+    spark: SparkSession, path: str, pinned: dict[str, ColumnSpec], renamed: dict[str, str]
 ) -> _Lake:
     """The change store's columns, properties and size (none for a table new to the lake); a lake column
     the schema file now says was renamed takes its new name (values kept)."""
     existing: list[Column_] = []
     props: dict[str, str] = {}
     store_bytes = 0
-    path = changes_path(lake, table)
     if DeltaTable.isDeltaTable(spark, path):
         target = DeltaTable.forPath(spark, path)
         props, store_bytes = properties_and_size(target)

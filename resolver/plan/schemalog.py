@@ -12,9 +12,6 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from resolver.lake import delta
-from resolver.lake.folders import (
-    schema_log_path,
-)
 from resolver.lsn import format_lsn
 from resolver.plan.evolution import TypeChange
 from resolver.plan.tablemeta import TableMeta
@@ -40,15 +37,15 @@ SCHEMA_LOG_SCHEMA = T.StructType(
 _SCHEMA_LOG_LOCK = threading.Lock()
 
 
-def write_schema_log(spark: SparkSession, lake: str, rows: list[dict[str, Any]]) -> None:
-    """Append schema changes to ``_resolver/schema_log`` (before the tables change: a rerun after a crash
-    finds the same rows and adds nothing). Table threads take turns."""
+def write_schema_log(spark: SparkSession, path: str, rows: list[dict[str, Any]]) -> None:
+    """Append schema changes to the lake's schema log at ``path`` (``_resolver/schema_log``), before the
+    tables change: a rerun after a crash finds the same rows and adds nothing. Table threads take turns."""
     if not rows:
         return
     now = datetime.now(UTC).replace(tzinfo=None)
     data = [tuple({**r, "logged_at": now}.get(f.name) for f in SCHEMA_LOG_SCHEMA.fields) for r in rows]
     target = delta.ensure_table(
-        spark, schema_log_path(lake), SCHEMA_LOG_SCHEMA, {"delta.appendOnly": "true"}, "schema changes"
+        spark, path, SCHEMA_LOG_SCHEMA, {"delta.appendOnly": "true"}, "schema changes"
     )
     keys = ("table", "version", "change", "column")
     condition = " AND ".join(f"t.{sql.ident(k)} = s.{sql.ident(k)}" for k in keys)
@@ -131,9 +128,10 @@ def likely_renames(
 
 
 def with_found_drops(
-    spark: SparkSession, lake: str, layout: TableLayout, found: dict[str, list[tuple[int, ...]]]
+    spark: SparkSession, schema_log: str, layout: TableLayout, found: dict[str, list[tuple[int, ...]]]
 ) -> TableLayout:
-    """The layout with the drop points a rescan of the store found, logged in the schema log."""
+    """The layout with the drop points a rescan of the store found, logged in the schema log (at
+    ``schema_log``)."""
     layout = replace(
         layout,
         drops={c: tuple(tuple(p) for p in d["points"]) for c, d in layout.drop_state.items() if d["points"]},
@@ -144,7 +142,7 @@ def with_found_drops(
         for c, points in sorted(found.items())
         for p in points
     ]
-    write_schema_log(spark, lake, [*layout.schema_log, *more])
+    write_schema_log(spark, schema_log, [*layout.schema_log, *more])
     return replace(
         layout, schema_log=(*layout.schema_log, *more), extra={**layout.extra, "version": str(version)}
     )

@@ -11,11 +11,10 @@ from dataclasses import replace
 
 from pyspark.sql import DataFrame, SparkSession
 
-from resolver.lake.folders import TablePaths
 from resolver.models import TableSummary
+from resolver.plan.batch_plan import TablePlan
 from resolver.plan.coverage import HELD_NOTE
 from resolver.plan.schemalog import with_found_drops
-from resolver.plan.tablemeta import TableMeta
 from resolver.spark.steps import step
 from resolver.table.affected import resolve_affected
 from resolver.table.batch_tables import mark_applied, open_batch_tables
@@ -28,39 +27,33 @@ from resolver.table.store import rescan_drops
 from resolver.table.summaries import already_applied, empty_summary, table_summary
 from resolver.table.table_steps import BatchEvents, TableSteps
 from resolver.table.truncates import defer_truncates
-from resolver.tablelayout import TableLayout
 
 log = logging.getLogger(__name__)
 
 
 def apply_table(
-    spark: SparkSession,
-    events: BatchEvents,
-    lake: str,
-    meta: TableMeta,
-    layout: TableLayout | None,
+    spark: SparkSession, events: BatchEvents, table: TablePlan
 ) -> tuple[TableSummary, DataFrame | None]:
-    """Bring one table's silver tables up to date with the batch's ``events``; also returns its quarantine
-    records, if any."""
+    """Bring one table's silver tables up to date with the batch's ``events`` (``table``: what the plan
+    hands the table, ``resolver.plan.batch_plan.BatchPlan.table``); also returns its quarantine records, if
+    any."""
+    meta, layout, paths = table.meta, table.layout, table.paths
     name = meta.table
     if layout is None:  # only truncates (resolver.plan.coverage): held until the table's first rows
-        defer_truncates(spark, events.rows, lake, name)
+        defer_truncates(spark, events.rows, paths.pending_truncates, name)
         return empty_summary(name, meta, None).model_copy(update={"notes": [HELD_NOTE]}), None
-    paths = TablePaths.of(lake, name)
     with step(spark, name, "tables"):
         first = is_first_batch(spark, paths, layout)
         tables = open_batch_tables(spark, paths, layout)
     steps: TableSteps = (
-        FirstBatch(spark, lake, meta, layout, tables)
-        if first
-        else LaterBatch(spark, lake, meta, layout, tables)
+        FirstBatch(spark, meta, layout, tables) if first else LaterBatch(spark, meta, layout, tables)
     )
     stored = steps.store(events)
     if stored.done:
         return already_applied(stored.exploded, layout, meta, stored.version)
     found = rescan_drops(stored.held, layout) if layout.rescan else {}
     if found:  # drops of columns new to the lake (or sent earlier than it knew) found among held inserts
-        steps.layout = layout = with_found_drops(spark, lake, layout, found)
+        steps.layout = layout = with_found_drops(spark, paths.schema_log, layout, found)
         stored = replace(stored, flags_hold=False)  # the marker's flags knew none of these drops
     with step(spark, name, "affected keys"):
         affected = steps.affected(stored)

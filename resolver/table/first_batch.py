@@ -40,7 +40,6 @@ class FirstBatch:
     """The steps of a table's first batch, into the empty tables ``tables`` (just created)."""
 
     spark: SparkSession
-    lake: str
     meta: TableMeta
     layout: TableLayout
     tables: BatchTables
@@ -55,7 +54,7 @@ class FirstBatch:
         changes = exploded.rows.dropDuplicates(["__lsn", "__pos"]).select(
             *[sql.col(f.name) for f in store_schema.fields]
         )
-        pending = pending_truncates(spark, self.lake, name, store_schema)
+        pending = pending_truncates(spark, self.tables.paths.pending_truncates, name, store_schema)
         if pending is not None:
             changes = changes.unionByName(pending)
         with step(spark, name, "read changes"):

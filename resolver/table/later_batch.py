@@ -31,7 +31,6 @@ class LaterBatch:
     """The steps of a batch of a table whose Delta tables exist (``tables``, opened for this batch)."""
 
     spark: SparkSession
-    lake: str
     meta: TableMeta
     layout: TableLayout
     tables: BatchTables
@@ -51,7 +50,7 @@ class LaterBatch:
         )
         adopted = False
         if not layout.extra["key"]:  # a new table: truncates that came before its first rows
-            pending = pending_truncates(spark, self.lake, name, store.toDF().schema)
+            pending = pending_truncates(spark, self.tables.paths.pending_truncates, name, store.toDF().schema)
             if pending is not None:
                 batch, adopted = batch.unionByName(pending), True
         if events.unseen:

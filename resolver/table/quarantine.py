@@ -17,11 +17,12 @@ from resolver.tablelayout import TableLayout
 __all__ = ["bad_value_records", "write_records", "write_quarantine"]
 
 
-def write_quarantine(spark: SparkSession, lake: str, records: DataFrame, files: Sequence[str]) -> int:
-    """Add quarantined records not already there (same file, line and reason). Returns how many were added."""
+def write_quarantine(spark: SparkSession, path: str, records: DataFrame, files: Sequence[str]) -> int:
+    """Add quarantined records not already there (same file, line and reason) to the quarantine table at
+    ``path`` (``resolver.lake.folders.Lake.quarantine``). Returns how many were added."""
     table = delta.ensure_table(
         spark,
-        delta.table_path(lake, delta.QUARANTINE),
+        path,
         QUARANTINE_SCHEMA,
         {"delta.appendOnly": "true"},
         "Records that could not be accepted, with their raw text and the reason",
@@ -36,7 +37,7 @@ def write_quarantine(spark: SparkSession, lake: str, records: DataFrame, files: 
     return metrics.get("numTargetRowsInserted", 0)
 
 
-def write_records(spark: SparkSession, lake: str, records: DataFrame | None, fmt: str) -> None:
+def write_records(spark: SparkSession, path: str, records: DataFrame | None, fmt: str) -> None:
     """Add a batch's records of values that did not fit (``bad_value_records``) and of events a policy
     refused, in the stream format ``fmt``, if there are any; the quarantine's MERGE is bounded by the
     files they came from (a few names, collected)."""
@@ -44,7 +45,7 @@ def write_records(spark: SparkSession, lake: str, records: DataFrame | None, fmt
         return
     records = records.withColumn("format", F.lit(fmt))
     files = [r[0] for r in records.select("source_file").distinct().collect()]  # a few file names
-    write_quarantine(spark, lake, records.select(*QUARANTINE_SCHEMA.fieldNames()), files)
+    write_quarantine(spark, path, records.select(*QUARANTINE_SCHEMA.fieldNames()), files)
 
 
 def bad_value_records(rows: DataFrame, layout: TableLayout) -> DataFrame:

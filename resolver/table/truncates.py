@@ -10,9 +10,6 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from resolver.lake import delta
-from resolver.lake.folders import (
-    pending_truncates_path,
-)
 from resolver.spark import sql
 
 _PENDING_SCHEMA = T.StructType(
@@ -28,9 +25,9 @@ _PENDING_SCHEMA = T.StructType(
 )
 
 
-def defer_truncates(spark: SparkSession, events: DataFrame, lake: str, table: str) -> None:
+def defer_truncates(spark: SparkSession, events: DataFrame, path: str, table: str) -> None:
     """Keep the truncates of a table whose columns are unknown until its first rows arrive (they may be
-    older rows delivered late, which the truncate must end)."""
+    older rows delivered late, which the truncate must end), in the lake's table of them at ``path``."""
     rows = events.filter((F.col("table") == table) & (F.col("operation") == "truncate")).select(
         "table",
         F.col("commit_lsn").alias("__lsn"),
@@ -44,7 +41,7 @@ def defer_truncates(spark: SparkSession, events: DataFrame, lake: str, table: st
     with _PENDING_LOCK:  # one table shared by the table threads: creating or merging it at once conflicts
         target = delta.ensure_table(
             spark,
-            pending_truncates_path(lake),
+            path,
             _PENDING_SCHEMA,
             {},
             "truncates of tables without columns yet",
@@ -55,9 +52,9 @@ def defer_truncates(spark: SparkSession, events: DataFrame, lake: str, table: st
 _PENDING_LOCK = threading.Lock()
 
 
-def pending_truncates(spark: SparkSession, lake: str, table: str, store: T.StructType) -> DataFrame | None:
-    """The kept truncates of ``table`` as change-store rows, or None."""
-    path = pending_truncates_path(lake)
+def pending_truncates(spark: SparkSession, path: str, table: str, store: T.StructType) -> DataFrame | None:
+    """The kept truncates of ``table`` (in the lake's table of them at ``path``) as change-store rows, or
+    None."""
     if not DeltaTable.isDeltaTable(spark, path):
         return None
     rows = spark.read.format("delta").load(path).filter(F.col("table") == table)
