@@ -20,6 +20,7 @@ from resolver.batch.read import ParsedBatch, read_wal2json
 from resolver.config.batch_options import BatchOptions, batch_options
 from resolver.config.tableschema import TableSchema, load_schemas
 from resolver.lake.folders import Lake
+from resolver.lake.quarantine import write_quarantine, write_records
 from resolver.models import Format, IngestSummary, TableSummary
 from resolver.plan.batch_plan import BatchPlan, plan_batch
 from resolver.plan.coverage import check_covered
@@ -28,7 +29,6 @@ from resolver.spark.parallelism import parallel_tables
 from resolver.spark.sparkschema import QUARANTINE_SCHEMA
 from resolver.spark.steps import step
 from resolver.table.apply import apply_table
-from resolver.table.quarantine import write_quarantine, write_records
 from resolver.table.summaries import empty_summary
 from resolver.table.table_steps import BatchEvents
 

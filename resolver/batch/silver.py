@@ -17,7 +17,7 @@ library's call for any DataFrame of change events: plan, apply, quarantine).
    held, so replays and any delivery order give the same rows); the versions written to the history and the
    current ones to the snapshot (``resolver.table.first_batch``: appended to a new table's;
    ``resolver.table.later_batch``: MERGEd, diffed first when events came late);
-4. ``resolver.table.quarantine``: values that did not fit their column, and events a policy quarantined.
+4. ``resolver.lake.quarantine``: values that did not fit their column, and events a policy quarantined.
  The change store is written first and the silver tables are recomputed from it, so a batch cut short by a
 crash is completed by running it again.
 """
@@ -34,9 +34,9 @@ from resolver.batch.ingest import apply_planned
 from resolver.config.batch_options import BatchOptions, batch_options
 from resolver.config.tableschema import TableSchema
 from resolver.lake.folders import Lake, changes_path, history_path, schema_log_path, snapshot_path
+from resolver.lake.quarantine import write_records
 from resolver.models import TableSummary
 from resolver.plan.batch_plan import BatchPlan, plan_batch, plan_changes
-from resolver.table.quarantine import write_records
 from resolver.table.table_steps import BatchEvents
 
 # the paths and the plan are re-exported: callers that knew them from here keep working

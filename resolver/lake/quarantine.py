@@ -1,6 +1,7 @@
-"""The quarantine table: records that could not be accepted, with their raw text, where they came from
-(file, line) and why; one record per file, line and reason. Also the records of values that did not fit
-their column (the event was applied with NULL there)."""
+"""The quarantine table (``resolver.lake.folders.Lake.quarantine``): records that could not be accepted, with
+their raw text, where they came from (file, line) and why; one record per file, line and reason. Also the
+records of values that did not fit their column (the event was applied with NULL there:
+``resolver.table.exploded.bad_value_records``)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,8 @@ from pyspark.sql import functions as F
 from resolver.lake import delta
 from resolver.spark import sql
 from resolver.spark.sparkschema import QUARANTINE_SCHEMA
-from resolver.tablelayout import TableLayout
 
-__all__ = ["bad_value_records", "write_records", "write_quarantine"]
+__all__ = ["write_records", "write_quarantine"]
 
 
 def write_quarantine(spark: SparkSession, path: str, records: DataFrame, files: Sequence[str]) -> int:
@@ -46,29 +46,3 @@ def write_records(spark: SparkSession, path: str, records: DataFrame | None, fmt
     records = records.withColumn("format", F.lit(fmt))
     files = [r[0] for r in records.select("source_file").distinct().collect()]  # a few file names
     write_quarantine(spark, path, records.select(*QUARANTINE_SCHEMA.fieldNames()), files)
-
-
-def bad_value_records(rows: DataFrame, layout: TableLayout) -> DataFrame:
-    """Quarantine records for the values that did not fit their column (the event was applied with NULL
-    there): which table, column, type, commit LSN and position, and the value's text."""
-    bad = rows.select("__file", "__line", "__lsn", "__pos", F.explode("__bad").alias("bad"))
-    column = F.substring_index("bad", ": ", 1)
-    text = F.expr("substring(bad, length(substring_index(bad, ': ', 1)) + 3)")
-    types = F.create_map(*[x for c in layout.columns for x in (F.lit(c.name), F.lit(c.type))])
-    return bad.select(
-        F.col("__file").alias("source_file"),
-        F.col("__line").cast("long").alias("source_line"),
-        F.concat(
-            F.lit(f"{layout.table}."),
-            column,
-            F.lit(": value does not fit type "),
-            F.coalesce(types[F.regexp_replace(column, r" \(old key\)$", "")], F.lit("?")),
-            F.lit(" (commit LSN "),
-            F.col("__lsn").cast("string"),
-            F.lit(", position "),
-            F.col("__pos").cast("string"),
-            F.lit("); stored as NULL"),
-        ).alias("reason"),
-        text.alias("raw"),
-        F.lit(None).cast("binary").alias("raw_bytes"),
-    )

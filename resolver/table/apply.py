@@ -18,11 +18,10 @@ from resolver.plan.schemalog import with_found_drops
 from resolver.spark.steps import step
 from resolver.table.affected import resolve_affected
 from resolver.table.batch_tables import mark_applied, open_batch_tables
-from resolver.table.exploded import moved_events
+from resolver.table.exploded import bad_value_records, moved_events
 from resolver.table.first_batch import FirstBatch, is_first_batch
 from resolver.table.later_batch import LaterBatch
 from resolver.table.merge import late_events
-from resolver.table.quarantine import bad_value_records
 from resolver.table.store import rescan_drops
 from resolver.table.summaries import already_applied, empty_summary, table_summary
 from resolver.table.table_steps import BatchEvents, TableSteps

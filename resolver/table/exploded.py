@@ -16,7 +16,7 @@ from resolver.table.key_ranges import BOUNDED, KeyRange
 from resolver.table.table_steps import Exploded
 from resolver.tablelayout import TableLayout
 
-__all__ = ["explode_batch", "moved_events"]
+__all__ = ["bad_value_records", "explode_batch", "moved_events"]
 
 
 def explode_batch(events: DataFrame, layout: TableLayout) -> Exploded:
@@ -58,3 +58,29 @@ def moved_events(exploded: Exploded) -> int:
     rows = exploded.rows.dropDuplicates(["__lsn", "__pos"]).filter(is_move())
     got = rows.agg(F.count("*").alias("n")).first()
     return int(got["n"]) if got else 0
+
+
+def bad_value_records(rows: DataFrame, layout: TableLayout) -> DataFrame:
+    """Quarantine records for the values that did not fit their column (the event was applied with NULL
+    there): which table, column, type, commit LSN and position, and the value's text."""
+    bad = rows.select("__file", "__line", "__lsn", "__pos", F.explode("__bad").alias("bad"))
+    column = F.substring_index("bad", ": ", 1)
+    text = F.expr("substring(bad, length(substring_index(bad, ': ', 1)) + 3)")
+    types = F.create_map(*[x for c in layout.columns for x in (F.lit(c.name), F.lit(c.type))])
+    return bad.select(
+        F.col("__file").alias("source_file"),
+        F.col("__line").cast("long").alias("source_line"),
+        F.concat(
+            F.lit(f"{layout.table}."),
+            column,
+            F.lit(": value does not fit type "),
+            F.coalesce(types[F.regexp_replace(column, r" \(old key\)$", "")], F.lit("?")),
+            F.lit(" (commit LSN "),
+            F.col("__lsn").cast("string"),
+            F.lit(", position "),
+            F.col("__pos").cast("string"),
+            F.lit("); stored as NULL"),
+        ).alias("reason"),
+        text.alias("raw"),
+        F.lit(None).cast("binary").alias("raw_bytes"),
+    )

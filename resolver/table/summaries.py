@@ -7,8 +7,7 @@ from pyspark.sql import DataFrame
 
 from resolver.models import TableSummary
 from resolver.plan.tablemeta import TableMeta
-from resolver.table.exploded import moved_events
-from resolver.table.quarantine import bad_value_records
+from resolver.table.exploded import bad_value_records, moved_events
 from resolver.table.table_steps import Exploded
 from resolver.tablelayout import TableLayout
 
