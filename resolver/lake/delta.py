@@ -1,4 +1,6 @@
-"""The only module that writes to the lake: table creation and the merges.
+"""Delta tables as the resolver uses them: creation, appends, insert-only MERGEs, versions and properties,
+each without a Spark job of its own where Delta allows (the MERGEs that bring a table's silver tables up to
+date are ``resolver.table.merge``'s; where each table lives, ``resolver.lake.folders``).
 
 Lake layout under the lake folder (``../shared/DESIGN.md``): ``bronze/change_events``, ``quarantine``,
 ``silver/<table folder>``, ``silver/<table folder>__history``, and ``_resolver/`` for our own state (the
@@ -15,14 +17,11 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from resolver.lake.folders import BRONZE, QUARANTINE
 from resolver.paths import join_inside
 from resolver.spark import sql
 
 __all__ = [
-    "BRONZE",
     "COLUMN_MAPPING",
-    "QUARANTINE",
     "NO_CHANGE_FEED",
     "append",
     "append_counted",

@@ -15,25 +15,16 @@ from resolver.config.pipeline import TableSettings
 from resolver.config.tableschema import TableSchema
 from resolver.errors import ConfigError
 from resolver.lake.deletion_vectors import from_bytes
-from resolver.lake.folders import Lake, TablePaths
+from resolver.lake.folders import Lake
 from resolver.plan.coverage import unapplied
 from resolver.plan.evolution import TypeChange
 from resolver.plan.layout import table_layout
 from resolver.plan.metadata import batch_metadata
 from resolver.plan.rejects import unknown_reasons, unsafe_reasons
+from resolver.plan.table_plan import TablePlan
 from resolver.plan.tablemeta import TableMeta
 from resolver.spark.parallelism import parallel_tables
 from resolver.tablelayout import TableLayout
-
-
-@dataclass(frozen=True)
-class TablePlan:
-    """What one table's batch is handed (``BatchPlan.table``): the batch's metadata of the table, its layout
-    (None while its columns are not known yet) and where it lives in the lake."""
-
-    meta: TableMeta
-    layout: TableLayout | None
-    paths: TablePaths
 
 
 @dataclass(frozen=True)

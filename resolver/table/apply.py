@@ -12,9 +12,9 @@ from dataclasses import replace
 from pyspark.sql import DataFrame, SparkSession
 
 from resolver.models import TableSummary
-from resolver.plan.batch_plan import TablePlan
 from resolver.plan.coverage import HELD_NOTE
 from resolver.plan.schemalog import with_found_drops
+from resolver.plan.table_plan import TablePlan
 from resolver.spark.steps import step
 from resolver.table.affected import resolve_affected
 from resolver.table.batch_tables import mark_applied, open_batch_tables

@@ -1,9 +1,9 @@
 """The package's shape, checked: the modules that parse and decide import no Spark (their tests run without a
 JVM): every module of ``formats/``, ``config/`` and ``capture/`` and the others listed; each package imports
-only itself, the shared modules at the top and the packages below it (``LAYERS``); no two modules of
-``resolver`` import each other, directly or through others; and no function takes more than six parameters
-(options objects instead of lists of flags), and no step of a batch or a table takes a boolean flag. No
-Spark."""
+only itself, the shared modules at the top and the packages below it (``LAYERS``); no chain of imports is
+more than ten modules long; no two modules of ``resolver`` import each other, directly or through others;
+and no function takes more than six parameters (options objects instead of lists of flags), and no step of a
+batch or a table takes a boolean flag. No Spark."""
 
 from __future__ import annotations
 
@@ -174,3 +174,24 @@ def test_no_step_of_a_batch_or_a_table_takes_a_boolean_flag() -> None:
                         if x.annotation is not None and ast.unparse(x.annotation) in ("bool", "bool | None"):
                             flags.append(f"{package}/{path.name}:{node.lineno} {node.name}({x.arg})")
     assert flags == []
+
+
+def _longest_chain(graph: dict[str, set[str]]) -> list[str]:
+    """The longest chain of top-level imports among the package's modules (the graph has no circle)."""
+    longest: dict[str, list[str]] = {}
+
+    def chain(module: str) -> list[str]:
+        if module not in longest:
+            below = [chain(m) for m in sorted(graph.get(module, ())) if m in graph]
+            longest[module] = [module, *max(below, key=len, default=[])]
+        return longest[module]
+
+    return max((chain(m) for m in sorted(graph)), key=len)
+
+
+def test_the_import_graph_is_at_most_ten_modules_deep() -> None:
+    """A module's imports reach down at most ten modules (the public surface and ``python -m`` aside), so a
+    step is a few calls from the orchestrator that lists it."""
+    graph = {m: _imports(p) for m, p in MODULES.items() if m not in ("resolver", "resolver.__main__")}
+    deepest = _longest_chain(graph)
+    assert len(deepest) <= 10, " -> ".join(deepest)
