@@ -163,10 +163,6 @@ class TablePaths:
     schema_log: str  # the lake's _resolver/schema_log
     pending_truncates: str  # the lake's _resolver/pending_truncates
 
-    @classmethod
-    def of(cls, lake: str, table: str) -> TablePaths:
-        return Lake.at(lake).table(table)
-
 
 @dataclass(frozen=True)
 class Lake:
