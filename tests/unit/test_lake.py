@@ -140,3 +140,27 @@ def test_sql_quoting() -> None:
     assert sql.literal(date(2024, 1, 2)) == "DATE'2024-01-02'"
     with pytest.raises(TypeError):
         sql.literal(True)
+
+
+@pytest.mark.parametrize("root", ["lake", "lake/", "s3a://bucket/lake/", "file:/tmp/lake"])
+def test_a_lake_resolved_once_names_each_table_inside_it(
+    root: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Lake.at`` resolves the root once (a plain path made absolute, a URI as given, without its trailing
+    slash) and every table's paths come from it, one path component per table folder, never outside."""
+    monkeypatch.chdir(tmp_path)
+    at = lake.Lake.at(root)
+    assert lake.Lake.at(at) is at and at.name == root
+    base = root.rstrip("/") if at.uri else str(tmp_path / "lake")
+    join = (lambda *p: "/".join((base, *p))) if at.uri else (lambda *p: os.path.join(base, *p))
+    assert (at.root, at.bronze, at.quarantine, at.ledger) == (
+        base, join("bronze", "change_events"), join("quarantine"), join("_resolver", "ledger")
+    )  # fmt: skip
+    assert at.lock == join("_resolver", "lock" if at.uri else "run.lock")
+    for name in [qualified(s, t) for s, t in HOSTILE]:
+        paths = at.table(name)
+        assert paths.table == name and paths.schema_log == join("_resolver", "schema_log")
+        assert paths.changes == join("_resolver", "changes", lake.folder(name))
+        assert (paths.snapshot, paths.history) == (
+            join("silver", lake.folder(name)), join("silver", lake.folder(name) + lake.HISTORY)
+        )  # fmt: skip
