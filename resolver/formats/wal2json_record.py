@@ -23,6 +23,7 @@ from resolver.models import Format
 __all__ = [
     "MAX_JSON_DEPTH",
     "BadRecord",
+    "check_lsns",
     "check_record",
     "decode_json",
     "parse_commit_time",
@@ -205,7 +206,7 @@ def unexpected_failure(e: BaseException) -> str:
     return f"the reader failed on this record: {type(e).__name__}: {text} (rule: reader-error)"
 
 
-def _check_lsns(obj: dict[str, Any]) -> None:
+def check_lsns(obj: dict[str, Any]) -> None:
     """The record's own LSNs are ones PostgreSQL prints (``%X/%X``: at most 8 hex digits each side) and fit
     the lake's signed 64-bit integers. The framing reads them later: a bad one is this record's fault, so
     it is found here."""
@@ -246,7 +247,7 @@ def check_record(obj: Any, fmt: Format) -> dict[str, Any]:
     """Validate a decoded record against its format's JSON Schema; ``BadRecord`` for whatever is wrong."""
     try:
         validator(fmt)(obj)
-        _check_lsns(obj)
+        check_lsns(obj)
     except fastjsonschema.JsonSchemaValueException as e:
         path = e.name or "data"
         raise BadRecord(f"{path}: {e.message.removeprefix(path + ' ')} (rule: {e.rule})") from None

@@ -21,12 +21,10 @@ from resolver.formats.wal2json_items import (
 from resolver.formats.wal2json_record import (
     BadRecord,
     parse_commit_time,
-    parse_record,
     unexpected_failure,
-    value_text,
 )
+from resolver.formats.wal2json_typed import Columns, parse_v2
 from resolver.lsn import parse_lsn
-from resolver.models import Format
 
 __all__ = ["read_v2"]
 
@@ -43,17 +41,13 @@ def _v2_event(
         commit_time=parse_commit_time(rec.get("timestamp")),
     )
     if "columns" in rec:
-        cols = rec["columns"]
-        row["column_names"] = [c["name"] for c in cols]
-        row["column_types"] = [c["type"] for c in cols] if all("type" in c for c in cols) else None
-        row["column_values"] = [value_text(c["value"]) for c in cols]
+        cols: Columns = rec["columns"]
+        row["column_names"], row["column_types"], row["column_values"] = cols
     if "identity" in rec:
-        ids = rec["identity"]
-        row["old_key_names"] = [c["name"] for c in ids]
-        row["old_key_types"] = [c["type"] for c in ids] if all("type" in c for c in ids) else None
-        row["old_key_values"] = [value_text(c["value"]) for c in ids]
+        ids: Columns = rec["identity"]
+        row["old_key_names"], row["old_key_types"], row["old_key_values"] = ids
     if "pk" in rec:
-        row["primary_key"] = [c["name"] for c in rec["pk"]]
+        row["primary_key"] = rec["pk"]
     return row
 
 
@@ -110,7 +104,7 @@ def read_v2(numbered: Iterator[tuple[int, str, bytes | None]], source_file: str)
             problem = Quarantined(n, not_utf8(raw_bytes), text, raw_bytes)
         else:
             try:
-                rec = parse_record(text, Format.WAL2JSON_V2)
+                rec = parse_v2(text)
             except BadRecord as e:
                 problem = Quarantined(n, str(e), text)
         line = _Line(n, text, rec, problem)
