@@ -70,26 +70,23 @@ class _Commit(_Frame, tag="C"):
     nextlsn: _Lsn | UnsetType = UNSET
 
 
-class _Insert(_Frame, tag="I"):
+class _Change(_Frame, kw_only=True):
     table: str
-    columns: list[_Column]
     schema: str | UnsetType = UNSET
     pk: list[_PkColumn] | UnsetType = UNSET
 
 
-class _Update(_Frame, tag="U"):
-    table: str
+class _Insert(_Change, kw_only=True, tag="I"):
+    columns: list[_Column]
+
+
+class _Update(_Change, kw_only=True, tag="U"):
     columns: list[_Column]
     identity: list[_IdentityColumn]
-    schema: str | UnsetType = UNSET
-    pk: list[_PkColumn] | UnsetType = UNSET
 
 
-class _Delete(_Frame, tag="D"):
-    table: str
+class _Delete(_Change, kw_only=True, tag="D"):
     identity: list[_IdentityColumn]
-    schema: str | UnsetType = UNSET
-    pk: list[_PkColumn] | UnsetType = UNSET
 
 
 _decoder = msgspec.json.Decoder(_Begin | _Commit | _Insert | _Update | _Delete)
