@@ -61,6 +61,10 @@ HOSTILE = [
     '{"action":"X"}',
     "[1]",
     '{"action":"I","table":"t","columns":' + "[" * 80 + "]" * 80 + "}",
+    '{"action":"I","table":"t","columns":[{"name":"a","value":' + "[" * 70 + "]" * 70 + "}]}",
+    '{"action":"I","table":"t","columns":[{"name":"a","value":' + "[" * 100_000 + "]" * 100_000 + "}]}",
+    '{"action":"I","table":"t","columns":[],"x":' + '{"a":' * 100_000 + "1" + "}" * 100_000 + "}",
+    "[" * 100_000 + "]" * 100_000,
 ]
 
 
@@ -75,7 +79,7 @@ def full_way(text: str) -> object:
     return outcome(lambda: _from_dict(parse_record(text, Format.WAL2JSON_V2)))
 
 
-@pytest.mark.parametrize("text", HOSTILE)
+@pytest.mark.parametrize("text", HOSTILE, ids=[f"{i}:{h[:50]}" for i, h in enumerate(HOSTILE)])
 def test_a_hostile_line_reads_as_the_full_way_reads_it(text: str) -> None:
     assert outcome(lambda: parse_v2(text)) == full_way(text)
 
