@@ -24,8 +24,8 @@ from tests.harness.fixtures import captures, kafka_broker, pg_db, pg_server, s3_
 
 
 #: Every Spark driver the tests start (their session, and the ``resolver`` commands they run in child
-#: processes): C1 only, the serial collector, interpreted expressions and a shared class archive
-#: (tests/harness/jvm.py).
+#: processes): the serial collector, interpreted expressions and a shared class archive; C1 only in the
+#: children (tests/harness/jvm.py).
 jvm.configure()
 
 
@@ -54,6 +54,21 @@ def _one_worker_at_a_time(tmp_path_factory: pytest.TempPathFactory, what: str) -
         yield
 
 
+@contextlib.contextmanager
+def _session_jvm_options() -> Iterator[None]:
+    """The session's driver starts with ``jvm.session_options()`` (C2 kept); the ``resolver`` children started
+    later get the tests' options as before."""
+    children = os.environ.get("SPARK_SUBMIT_OPTS")
+    if children is None:  # RESOLVER_TEST_JIT=full: the JVM's defaults for every driver
+        yield
+        return
+    os.environ["SPARK_SUBMIT_OPTS"] = jvm.session_options()
+    try:
+        yield
+    finally:
+        os.environ["SPARK_SUBMIT_OPTS"] = children
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     from resolver.config.kafka_config import local_kafka_package
@@ -63,14 +78,15 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     # download the same files into the same folder at once) and makes the class archive
     with _one_worker_at_a_time(tmp_path_factory, "spark-packages"):
         jvm.share_classes(tmp_path_factory.mktemp("class-archive"))
-        session = local_session(
-            "resolver-tests",
-            packages=[local_kafka_package()],  # Spark's Kafka source, for tests/e2e/test_kafka_stream.py
-            spark__sql__shuffle__partitions="2",
-            spark__default__parallelism="2",
-            spark__driver__memory="4g",
-            **{key.replace(".", "__"): value for key, value in jvm.INTERPRETED.items()},
-        )
+        with _session_jvm_options():
+            session = local_session(
+                "resolver-tests",
+                packages=[local_kafka_package()],  # Spark's Kafka source, for tests/e2e/test_kafka_stream.py
+                spark__sql__shuffle__partitions="2",
+                spark__default__parallelism="2",
+                spark__driver__memory="4g",
+                **{key.replace(".", "__"): value for key, value in jvm.INTERPRETED.items()},
+            )
     yield session
     session.stop()
 

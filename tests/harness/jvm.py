@@ -3,8 +3,12 @@ run in a child process (which inherits the environment). Spark's launcher adds `
 driver's command line, and a driver's settings start from the ``spark.*`` system properties it is given.
 
 - C1 only and the serial collector (``BASE_OPTIONS``): test batches are tiny, C2's optimised code never pays
-  back the CPU it takes to make on 2 cores (C2 alone took a third of a measured ingest's CPU), and one GC
-  thread leaves the cores to Spark's tasks.
+  back the CPU it takes to make on 2 cores in a short ``resolver`` child (C2 alone took a third of a
+  measured ingest's CPU), and one GC thread leaves the cores to Spark's tasks. The exception is the one
+  long-lived session of each pytest process (``session_options``): it plans thousands of queries over the
+  whole suite, so it keeps C2. Side by side (five Spark-heavy modules, ``-n 2``, 2026-11-28): 683 s against
+  697 s for an 11-minute run; one module alone, 280 s against 303 s; the calls after the first minutes took
+  15-35% less time, the first ones more (C2 compiling).
 - Interpreted expressions (``INTERPRETED``, as ``-Dspark.…`` properties): on a few hundred rows compiling
   each query's code costs more than running it; the sample stream's ingest in a child took 0.87x the wall
   time (median of 3 runs, side by side). These are the modes Spark's own test suites run in.
@@ -43,7 +47,8 @@ INTERPRETED = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
-_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:+UseSerialGC"
+_C1_ONLY = "-XX:TieredStopAtLevel=1"
+_JIT = f"{_C1_ONLY} -XX:ReservedCodeCacheSize=256m -XX:+UseSerialGC"
 BASE_OPTIONS = " ".join([_JIT, *(f"-D{key}={value}" for key, value in INTERPRETED.items())])
 #: a driver that cannot map the archive says so on stdout, where the commands print their tables
 _QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
@@ -134,6 +139,12 @@ def share_classes(scratch: Path) -> None:
         staged.replace(archive)
     os.utime(folder)  # in use: not stale
     os.environ["SPARK_SUBMIT_OPTS"] = f"{BASE_OPTIONS} -XX:SharedArchiveFile={archive} {_QUIET}"
+
+
+def session_options() -> str:
+    """``SPARK_SUBMIT_OPTS`` for the tests' own session (one driver per pytest process, running as long as
+    the suite): the tests' options, C2 kept."""
+    return " ".join(o for o in os.environ.get("SPARK_SUBMIT_OPTS", "").split() if o != _C1_ONLY)
 
 
 def compiled_options() -> str:
