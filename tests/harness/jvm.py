@@ -8,7 +8,8 @@ driver's command line, and a driver's settings start from the ``spark.*`` system
   long-lived session of each pytest process (``session_options``): it plans thousands of queries over the
   whole suite, so it keeps C2. Side by side (five Spark-heavy modules, ``-n 2``, 2026-11-28): 683 s against
   697 s for an 11-minute run; one module alone, 280 s against 303 s; the calls after the first minutes took
-  15-35% less time, the first ones more (C2 compiling).
+  15-35% less time, the first ones more (C2 compiling). The whole suite in a clean-clone CI run: 2,482 s
+  against 2,898 s the day before on the same machine.
 - Interpreted expressions (``INTERPRETED``, as ``-Dspark.…`` properties): on a few hundred rows compiling
   each query's code costs more than running it; the sample stream's ingest in a child took 0.87x the wall
   time (median of 3 runs, side by side). These are the modes Spark's own test suites run in.
@@ -22,7 +23,8 @@ files on its class path, which is why the settings are properties and not a ``sp
 archive is kept between runs under ``~/.cache/resolver-tests``, keyed by the Java, the Spark install and the
 options; the first run on a machine makes it (about 40 s). ``RESOLVER_TEST_CDS=off`` makes none, for a run
 that starts few drivers and no ``resolver`` children (CI's Spark-tier tests of the oldest pair), where
-making it would cost more than it saves. ``RESOLVER_TEST_JIT=full`` keeps the JVM's defaults, compiled
+making it would cost more than it saves; ``RESOLVER_TEST_JIT=c1`` keeps the session C1 only as well, for
+the same kind of short run. ``RESOLVER_TEST_JIT=full`` keeps the JVM's defaults, compiled
 expressions and no archive (for comparing);
 the README's quickstart (tests/e2e/test_readme.py) compiles its expressions as a user's run does
 (``compiled_options``); the product's own sessions never set any of these.
@@ -143,8 +145,12 @@ def share_classes(scratch: Path) -> None:
 
 def session_options() -> str:
     """``SPARK_SUBMIT_OPTS`` for the tests' own session (one driver per pytest process, running as long as
-    the suite): the tests' options, C2 kept."""
-    return " ".join(o for o in os.environ.get("SPARK_SUBMIT_OPTS", "").split() if o != _C1_ONLY)
+    the suite): the tests' options, C2 kept; with ``RESOLVER_TEST_JIT=c1`` C1 only here too, for a run of a
+    few minutes (CI's Spark-tier tests of the oldest pair: 240 s with C2 against 144 s with C1 only)."""
+    options = os.environ.get("SPARK_SUBMIT_OPTS", "")
+    if os.environ.get("RESOLVER_TEST_JIT") == "c1":
+        return options
+    return " ".join(o for o in options.split() if o != _C1_ONLY)
 
 
 def compiled_options() -> str:
