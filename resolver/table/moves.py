@@ -5,12 +5,13 @@ key changes; ``resolver.table.resolve`` to follow a row's segments to its lineag
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame, Observation, Window
 from pyspark.sql import functions as F
 
-__all__ = ["components", "linked_keys", "pointer_jump"]
+__all__ = ["checkpoint_counting", "components", "linked_keys", "pointer_jump"]
 
 
 def pointer_jump(
@@ -18,27 +19,39 @@ def pointer_jump(
 ) -> tuple[DataFrame, int]:
     """Roots of a forest given as ``(node, parent)`` rows (parent NULL for a root; every parent is also a
     node). Returns ``(node, root)`` rows and the number of rounds, which is ``ceil(log2(longest chain))``:
-    each round replaces every pointer by its pointer's pointer. One join, one local checkpoint and one
-    emptiness check per round; nothing else runs. ``longest``: a bound on the longest chain's links, when
-    the caller knows one (the key changes among the rows): after ``2**rounds >= longest`` every pointer is
-    at its root, so the last emptiness check is not needed."""
+    each round replaces every pointer by its pointer's pointer. One join and one local checkpoint per
+    round, which also counts the pointers that moved (``checkpoint_counting``): one Spark job a round.
+    ``longest``: a bound on the longest chain's links, when the caller knows one (the key changes among
+    the rows): after ``2**rounds >= longest`` every pointer is at its root."""
     cur = parents.select("node", F.col("parent").alias("ptr")).localCheckpoint(eager=True)
     rounds = 0
     while True:
         nxt = cur.alias("a").join(cur.alias("b"), F.col("a.ptr") == F.col("b.node"), "left")
         active = F.col("b.ptr").isNotNull()
-        cur = nxt.select(
-            F.col("a.node").alias("node"),
-            F.when(active, F.col("b.ptr")).otherwise(F.col("a.ptr")).alias("ptr"),
-            active.alias("moved"),
-        ).localCheckpoint(eager=True)
+        cur, moved = checkpoint_counting(
+            nxt.select(
+                F.col("a.node").alias("node"),
+                F.when(active, F.col("b.ptr")).otherwise(F.col("a.ptr")).alias("ptr"),
+                active.alias("moved"),
+            ),
+            "moved",
+        )
         rounds += 1
         if on_round:
             on_round(rounds)
-        if (longest is not None and 2**rounds >= longest) or cur.filter("moved").isEmpty():
+        if (longest is not None and 2**rounds >= longest) or not moved:
             break
-        cur = cur.drop("moved")
     return cur.select("node", F.coalesce("ptr", "node").alias("root")), rounds
+
+
+def checkpoint_counting(rows: DataFrame, flag: str) -> tuple[DataFrame, int]:
+    """``rows`` without their boolean column ``flag``, materialized (a local checkpoint), and how many rows
+    had it true, counted by the same Spark job as an observed metric: a loop that stops when nothing
+    changed needs no second job per round (an emptiness check) to find out."""
+    observed = Observation(f"checkpoint {uuid.uuid4().hex}")  # unique among running queries
+    counted = rows.observe(observed, F.count(F.when(F.col(flag), 1)).alias("n"))
+    done = counted.drop(flag).localCheckpoint(eager=True)
+    return done, int(observed.get["n"] or 0)
 
 
 def components(edges: DataFrame, on_round: Callable[[int], None] | None = None) -> tuple[DataFrame, int]:
@@ -65,21 +78,19 @@ def components(edges: DataFrame, on_round: Callable[[int], None] | None = None) 
         new = jumped.select(
             F.col("h.node").alias("node"), F.least(F.col("h.hop"), F.col("l.label")).alias("label")
         )
-        step = (
-            new.alias("n")
-            .join(labels.alias("o"), "node")
-            .select(
+        step = new.alias("n").join(labels.alias("o"), "node")
+        labels, changed = checkpoint_counting(
+            step.select(
                 "node",
                 F.col("n.label").alias("label"),
                 (F.col("n.label") != F.col("o.label")).alias("changed"),
-            )
+            ),
+            "changed",
         )
-        step = step.localCheckpoint(eager=True)
         rounds += 1
         if on_round:
             on_round(rounds)
-        labels = step.select("node", "label")
-        if step.filter("changed").isEmpty():
+        if not changed:
             break
     return labels.withColumnRenamed("label", "comp"), rounds
 
@@ -94,6 +105,8 @@ def linked_keys(moves: DataFrame) -> tuple[DataFrame, int]:
     label propagation, which needs only a few rounds because its diameter no longer grows with the chains
     (only with keys reused by different rows)."""
     seq = ["__lsn", "__pos"]
+    # read once: the moves are a filter over the change store, and the steps below read them five times
+    moves = moves.localCheckpoint(eager=True)
     out_of = moves.select(F.col("u").alias("__k"), *seq, F.lit(True).alias("__out"))
     into = moves.select(F.col("v").alias("__k"), *seq, F.lit(False).alias("__out"))
     after = Window.partitionBy("__k").orderBy(*seq).rowsBetween(1, Window.unboundedFollowing)
