@@ -22,7 +22,6 @@ from resolver.table.exploded import bad_value_records, moved_events
 from resolver.table.first_batch import FirstBatch, is_first_batch
 from resolver.table.later_batch import LaterBatch
 from resolver.table.merge import late_events
-from resolver.table.store import rescan_drops
 from resolver.table.summaries import already_applied, empty_summary, table_summary
 from resolver.table.table_steps import BatchEvents, TableSteps
 from resolver.table.truncates import defer_truncates
@@ -50,7 +49,7 @@ def apply_table(
     stored = steps.store(events)
     if stored.done:
         return already_applied(stored.exploded, layout, meta, stored.version)
-    found = rescan_drops(stored.held, layout) if layout.rescan else {}
+    found = steps.drops(stored) if layout.rescan else {}
     if found:  # drops of columns new to the lake (or sent earlier than it knew) found among held inserts
         steps.layout = layout = with_found_drops(spark, paths.schema_log, layout, found)
         stored = replace(stored, flags_hold=False)  # the marker's flags knew none of these drops

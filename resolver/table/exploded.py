@@ -1,8 +1,10 @@
 """A table's batch exploded against its layout and materialized once, with what the later steps need to
 know about it measured in the same pass (Spark's observed metrics ride on the materializing job: no job
-of their own): how many rows change their key, how many values did not fit their column, and the range
-of the keys the rows name, as the literals the reads and MERGEs of the affected keys are bounded by; and
-what adding it to the change store found (``Stored``)."""
+of their own): how many rows change their key, how many values did not fit their column, the range of
+the keys the rows name, as the literals the reads and MERGEs of the affected keys are bounded by, and the
+batch's own inserts that lack a column new to the lake (``resolver.table.store.rescan_aggregates``: all a
+table's first batch needs to find its drop points); and what adding it to the change store found
+(``Stored``)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from pyspark.sql import functions as F
 
 from resolver.table.explode import explode_events, is_move
 from resolver.table.key_ranges import BOUNDED, KeyRange
+from resolver.table.store import rescan_aggregates
 from resolver.table.table_steps import Exploded
 from resolver.tablelayout import TableLayout
 
@@ -31,12 +34,14 @@ def explode_batch(events: DataFrame, layout: TableLayout) -> Exploded:
         F.coalesce(F.sum(F.size(F.coalesce("__bad", F.array()))), F.lit(0)).alias("bad"),
         F.count(F.when(F.col("__key").isNotNull() | F.col("__old_key").isNotNull(), 1)).alias("named"),
         *[agg for i, k in enumerate(bounded) for agg in _range_aggs(i, k)],
+        *rescan_aggregates(layout),
     ).localCheckpoint(eager=True)
     got = observed.get
     ranges: list[KeyRange] = []
     if got["named"]:  # no key named at all (truncates only): nothing to bound
         ranges = [(k, got[f"lo{i}"], got[f"hi{i}"], bool(got[f"null{i}"])) for i, k in enumerate(bounded)]
-    return Exploded(rows, int(got["moves"]), int(got["bad"]), ranges)
+    rescanned = {name: value for name, value in got.items() if name.startswith("rescan")}
+    return Exploded(rows, int(got["moves"]), int(got["bad"]), ranges, rescanned)
 
 
 def _range_aggs(i: int, k: str) -> list[Column]:

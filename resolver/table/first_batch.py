@@ -20,6 +20,7 @@ from resolver.plan.tablemeta import TableMeta
 from resolver.spark import sql
 from resolver.spark.steps import step
 from resolver.table.exploded import explode_batch
+from resolver.table.store import drops_found
 from resolver.table.table_steps import Affected, BatchEvents, BatchTables, Stored
 from resolver.table.truncates import pending_truncates
 from resolver.tablelayout import TableLayout
@@ -62,6 +63,11 @@ class FirstBatch:
         with step(spark, name, "store append"):
             version = delta.append(self.tables.store, self.tables.paths.changes, changes)
         return Stored(exploded, changes, version, pending is not None, flags_hold=False, done=False)
+
+    def drops(self, stored: Stored) -> dict[str, list[tuple[int, ...]]]:
+        """The drop points among the batch's own inserts (the store holds no other), as explode's pass
+        measured them: no job."""
+        return drops_found(self.layout, stored.exploded.rescanned)
 
     def affected(self, stored: Stored) -> Affected:
         """Every key the batch names (nothing else is held), and what the store now holds: the batch's key

@@ -18,7 +18,7 @@ from resolver.table.affected import affected_keys, read_changes
 from resolver.table.exploded import explode_batch
 from resolver.table.key_ranges import keys_of, range_sql
 from resolver.table.merge import diff_rows, merge_changes, merge_snapshot, merge_versions, replace_snapshot
-from resolver.table.store import key_hash
+from resolver.table.store import key_hash, rescan_drops
 from resolver.table.table_steps import Affected, BatchEvents, BatchTables, Stored
 from resolver.table.truncates import pending_truncates
 from resolver.tablelayout import TableLayout
@@ -73,6 +73,10 @@ class LaterBatch:
             and not (self.tables.rekeyed or adopted or layout.rescan or layout.schema_log)
         )  # every event of the batch is in the store, and the silver tables hold all the store has
         return Stored(exploded, store.toDF(), version, adopted, flags_hold, done)
+
+    def drops(self, stored: Stored) -> dict[str, list[tuple[int, ...]]]:
+        """The drop points among the inserts the store holds (``resolver.table.store.rescan_drops``)."""
+        return rescan_drops(stored.held, self.layout)
 
     def affected(self, stored: Stored) -> Affected:
         """The batch's affected keys, looked up in the store (``resolver.table.affected.affected_keys``)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -30,20 +31,34 @@ def key_hash(col: Column) -> Column:
 def rescan_drops(changes: DataFrame, layout: TableLayout) -> dict[str, list[tuple[int, ...]]]:
     """Drop points of the columns in ``layout.rescan`` among the inserts the store holds: the first insert
     without the column after the first event that carried it (one small aggregate over the range)."""
+    lo = min(first[0] for first, _ in layout.rescan.values())
+    row = changes.filter((F.col("__op") == "insert") & (F.col("__lsn") >= lo)).agg(*rescan_aggregates(layout))
+    got = row.first()
+    return drops_found(layout, got.asDict() if got is not None else {})
+
+
+def rescan_aggregates(layout: TableLayout) -> list[Column]:
+    """Per column in ``layout.rescan`` (``rescan<i>``, in its order), the first insert among the rows
+    aggregated that lacks the column after the first event that carried it (and before the one the lake
+    knew, when it knew one): (commit LSN, position, commit time in microseconds), NULL when none."""
     at = F.struct("__lsn", "__pos")
     aggs = []
-    for c, (first, was) in layout.rescan.items():
+    for i, (c, (first, was)) in enumerate(layout.rescan.items()):
         after = at > F.struct(F.lit(first[0]).cast("bigint"), F.lit(first[1]).cast("int"))
         if was:
             after = after & (at < F.struct(F.lit(was[0]).cast("bigint"), F.lit(was[1]).cast("int")))
         lacking = (F.col("__op") == "insert") & ~F.array_contains("__present", c) & after
         point = F.struct("__lsn", "__pos", F.unix_micros("__time").alias("t"))
-        aggs.append(F.min(F.when(lacking, point)).alias(c))
-    lo = min(first[0] for first, _ in layout.rescan.values())
-    row = changes.filter((F.col("__op") == "insert") & (F.col("__lsn") >= lo)).agg(*aggs).first()
+        aggs.append(F.min(F.when(lacking, point)).alias(f"rescan{i}"))
+    return aggs
+
+
+def drops_found(layout: TableLayout, got: dict[str, Any]) -> dict[str, list[tuple[int, ...]]]:
+    """The drop points ``rescan_aggregates``' values (``got``) add to ``layout.drop_state`` (which takes
+    them), per column."""
     found: dict[str, list[tuple[int, ...]]] = {}
-    for c in layout.rescan:
-        p = row[c] if row is not None else None
+    for i, c in enumerate(layout.rescan):
+        p = got.get(f"rescan{i}")
         if p is not None and add_point(layout.drop_state[c], (p[0], p[1], p[2])):
             found.setdefault(c, []).append((p[0], p[1], p[2]))
     return found

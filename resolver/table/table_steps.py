@@ -10,7 +10,7 @@ What the steps hand to each other is defined here too (``BatchEvents``, ``BatchT
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame
@@ -40,6 +40,9 @@ class Exploded:
     moves: int  # rows that change their key (an event the batch holds twice counts twice)
     bad: int  # values that did not fit their column (one per line that carried it)
     ranges: list[KeyRange]  # each integral, string or date key column's range among the keys named
+    # the rows' first insert lacking each column of ``layout.rescan`` (``resolver.table.store``'s
+    # ``rescan_aggregates``, by their names)
+    rescanned: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -93,6 +96,11 @@ class TableSteps(Protocol):
 
     def store(self, events: BatchEvents) -> Stored:
         """Explode the batch against the layout and add its new rows to the change store."""
+        ...
+
+    def drops(self, stored: Stored) -> dict[str, list[tuple[int, ...]]]:
+        """The drop points of the columns in ``layout.rescan`` among the changes held (``layout.drop_state``
+        takes them), per column."""
         ...
 
     def affected(self, stored: Stored) -> Affected:
