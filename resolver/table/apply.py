@@ -60,7 +60,7 @@ def apply_table(
     with step(spark, name, "resolve"):
         versions = resolve_affected(changes, layout, affected)
     with step(spark, name, "counts"):
-        counts = {"moved": moved_events(stored.exploded), "bad": stored.exploded.bad}
+        counts = {"moved": moved_events(stored.exploded, stored.moved), "bad": stored.exploded.bad}
         counts["late"] = late_events(stored.exploded.rows, changes) if affected.late_possible else 0
     if tables.history is not None:
         counts["h_total"] = steps.write_history(versions, affected)

@@ -19,7 +19,7 @@ from resolver.table.store import rescan_aggregates
 from resolver.table.table_steps import Exploded
 from resolver.tablelayout import TableLayout
 
-__all__ = ["bad_value_records", "explode_batch", "moved_events"]
+__all__ = ["bad_value_records", "counting_moves", "explode_batch", "moved_events"]
 
 
 def explode_batch(events: DataFrame, layout: TableLayout) -> Exploded:
@@ -56,8 +56,19 @@ def _range_aggs(i: int, k: str) -> list[Column]:
     ]
 
 
-def moved_events(exploded: Exploded) -> int:
-    """The batch's key changes, each event once: no job when the pass saw none (the common case)."""
+def counting_moves(rows: DataFrame) -> tuple[DataFrame, Observation]:
+    """``rows`` (change rows, each event once) with their key changes counted by whichever job reads them
+    next (an observed metric, ``n``: read it after that job)."""
+    observed = Observation(f"moves {uuid.uuid4().hex}")  # unique among running queries
+    return rows.observe(observed, F.count(F.when(is_move(), 1)).alias("n")), observed
+
+
+def moved_events(exploded: Exploded, counted: int | None = None) -> int:
+    """The batch's key changes, each event once: ``counted`` when they were counted on their way into the
+    change store (``counting_moves``), else no job when the explode's pass saw none (the common case),
+    else one small aggregate."""
+    if counted is not None:
+        return counted
     if not exploded.moves:
         return 0
     rows = exploded.rows.dropDuplicates(["__lsn", "__pos"]).filter(is_move())

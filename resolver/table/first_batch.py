@@ -19,7 +19,7 @@ from resolver.lake.folders import TablePaths
 from resolver.plan.tablemeta import TableMeta
 from resolver.spark import sql
 from resolver.spark.steps import step
-from resolver.table.exploded import explode_batch
+from resolver.table.exploded import counting_moves, explode_batch
 from resolver.table.store import drops_found
 from resolver.table.table_steps import Affected, BatchEvents, BatchTables, Stored
 from resolver.table.truncates import pending_truncates
@@ -52,8 +52,10 @@ class FirstBatch:
         with step(spark, name, "explode"):
             exploded = explode_batch(events.rows, self.layout)
         store_schema = self.tables.store.toDF().schema
-        changes = exploded.rows.dropDuplicates(["__lsn", "__pos"]).select(
-            *[sql.col(f.name) for f in store_schema.fields]
+        changes, moves = counting_moves(
+            exploded.rows.dropDuplicates(["__lsn", "__pos"]).select(
+                *[sql.col(f.name) for f in store_schema.fields]
+            )
         )
         pending = pending_truncates(spark, self.tables.paths.pending_truncates, name, store_schema)
         if pending is not None:
@@ -62,7 +64,9 @@ class FirstBatch:
             changes = changes.localCheckpoint(eager=True)
         with step(spark, name, "store append"):
             version = delta.append(self.tables.store, self.tables.paths.changes, changes)
-        return Stored(exploded, changes, version, pending is not None, flags_hold=False, done=False)
+        moved = int(moves.get["n"] or 0)  # counted by the checkpoint's job
+        adopted = pending is not None
+        return Stored(exploded, changes, version, adopted, flags_hold=False, done=False, moved=moved)
 
     def drops(self, stored: Stored) -> dict[str, list[tuple[int, ...]]]:
         """The drop points among the batch's own inserts (the store holds no other), as explode's pass

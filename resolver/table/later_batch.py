@@ -15,7 +15,7 @@ from resolver.plan.tablemeta import TableMeta
 from resolver.spark import sql
 from resolver.spark.steps import step
 from resolver.table.affected import affected_keys, read_changes
-from resolver.table.exploded import explode_batch
+from resolver.table.exploded import counting_moves, explode_batch
 from resolver.table.key_ranges import keys_of, range_sql
 from resolver.table.merge import diff_rows, merge_changes, merge_snapshot, merge_versions, replace_snapshot
 from resolver.table.store import key_hash, rescan_drops
@@ -53,9 +53,12 @@ class LaterBatch:
             pending = pending_truncates(spark, self.tables.paths.pending_truncates, name, store.toDF().schema)
             if pending is not None:
                 batch, adopted = batch.unionByName(pending), True
+        moved = None
         if events.unseen:
+            counted, moves = counting_moves(batch)
             with step(spark, name, "store append"):
-                inserted, version = True, delta.append(store, self.tables.paths.changes, batch)
+                inserted, version = True, delta.append(store, self.tables.paths.changes, counted)
+            moved = int(moves.get["n"] or 0)  # counted by the append's job
         else:
             condition = "t.__lsn = s.__lsn AND t.__pos = s.__pos"
             if self.meta.lo is not None:
@@ -72,7 +75,7 @@ class LaterBatch:
             and int(applied) + 1 == version  # nothing was committed to the store since the marker
             and not (self.tables.rekeyed or adopted or layout.rescan or layout.schema_log)
         )  # every event of the batch is in the store, and the silver tables hold all the store has
-        return Stored(exploded, store.toDF(), version, adopted, flags_hold, done)
+        return Stored(exploded, store.toDF(), version, adopted, flags_hold, done, moved)
 
     def drops(self, stored: Stored) -> dict[str, list[tuple[int, ...]]]:
         """The drop points among the inserts the store holds (``resolver.table.store.rescan_drops``)."""

@@ -55,6 +55,7 @@ class Stored:
     adopted: bool  # truncates kept from before the table's first rows came with it
     flags_hold: bool  # the marker's key-change and truncate flags still describe the store before it
     done: bool  # every event was held already and the silver tables hold all the store has
+    moved: int | None = None  # the batch's key changes, each event once, when counted on their way in
 
 
 @dataclass

@@ -65,10 +65,13 @@ def test_a_thousand_key_changes_resolve_in_logarithmic_rounds(
     # another order: a column joins the table when a batch first carries it)
     lake2 = str(tmp_path / "lake2")
     batches = _split_v2(lines, 3)
+    moved_per_batch = []
     for i, batch in reversed(list(enumerate(batches))):
         path = tmp_path / f"part{i}.json"
         write_lines(path, batch)
-        ingest(spark, [str(path)], lake2, "wal2json-v2")
+        (part,) = ingest(spark, [str(path)], lake2, "wal2json-v2").tables
+        moved_per_batch.append(part.moved)  # the first counted by its checkpoint, the others by their append
+    assert sum(moved_per_batch) == MOVES and all(moved_per_batch), moved_per_batch
     for path in (snapshot_path, history_path):
         a = spark.read.format("delta").load(path(lake, "public.chain"))
         b = spark.read.format("delta").load(path(lake2, "public.chain")).select(*a.columns)
