@@ -9,16 +9,16 @@ folder of a source table: ``resolver.lake.folders``).
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable
 
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from resolver.paths import join_inside
 from resolver.spark import sql
+from resolver.spark.observed import counting
 
 __all__ = [
     "COLUMN_MAPPING",
@@ -117,8 +117,8 @@ def append_counted(table: DeltaTable, path: str, rows: DataFrame) -> tuple[dict[
     """``append``, returning what ``insert_new`` returns (``{"numTargetRowsInserted": n}``, empty when
     nothing was written, and the version): the rows are counted on their way in (an observed metric of the
     write itself, no Spark job of its own)."""
-    observed = Observation(f"append {uuid.uuid4().hex}")  # unique among running queries
-    version = append(table, path, rows.observe(observed, F.count(F.lit(1)).alias("n")))
+    counted, observed = counting(rows, "append", F.lit(True))
+    version = append(table, path, counted)
     written = int(observed.get["n"])
     return ({"numTargetRowsInserted": written} if written else {}), version
 

@@ -8,11 +8,10 @@ table's first batch needs to find its drop points); and what adding it to the ch
 
 from __future__ import annotations
 
-import uuid
-
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
+from resolver.spark.observed import counting, observing
 from resolver.table.explode import explode_events, is_move
 from resolver.table.key_ranges import BOUNDED, KeyRange
 from resolver.table.store import rescan_aggregates
@@ -27,15 +26,16 @@ def explode_batch(events: DataFrame, layout: TableLayout) -> Exploded:
     rows = explode_events(events, layout)
     key_types = {f.name: f.dataType for f in layout.key_struct_type().fields}
     bounded = [k for k in layout.key if isinstance(key_types[k], BOUNDED)]
-    observed = Observation(f"exploded {layout.table} {uuid.uuid4().hex}")  # unique among running queries
-    rows = rows.observe(
-        observed,
+    rows, observed = observing(
+        rows,
+        f"exploded {layout.table}",
         F.count(F.when(is_move(), 1)).alias("moves"),
         F.coalesce(F.sum(F.size(F.coalesce("__bad", F.array()))), F.lit(0)).alias("bad"),
         F.count(F.when(F.col("__key").isNotNull() | F.col("__old_key").isNotNull(), 1)).alias("named"),
         *[agg for i, k in enumerate(bounded) for agg in _range_aggs(i, k)],
         *rescan_aggregates(layout),
-    ).localCheckpoint(eager=True)
+    )
+    rows = rows.localCheckpoint(eager=True)
     got = observed.get
     ranges: list[KeyRange] = []
     if got["named"]:  # no key named at all (truncates only): nothing to bound
@@ -58,9 +58,8 @@ def _range_aggs(i: int, k: str) -> list[Column]:
 
 def counting_moves(rows: DataFrame) -> tuple[DataFrame, Observation]:
     """``rows`` (change rows, each event once) with their key changes counted by whichever job reads them
-    next (an observed metric, ``n``: read it after that job)."""
-    observed = Observation(f"moves {uuid.uuid4().hex}")  # unique among running queries
-    return rows.observe(observed, F.count(F.when(is_move(), 1)).alias("n")), observed
+    next (``resolver.spark.observed.counting``: ``n``, read it after that job)."""
+    return counting(rows, "moves", is_move())
 
 
 def moved_events(exploded: Exploded, counted: int | None = None) -> int:

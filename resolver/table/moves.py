@@ -5,11 +5,12 @@ key changes; ``resolver.table.resolve`` to follow a row's segments to its lineag
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 
-from pyspark.sql import DataFrame, Observation, Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
+
+from resolver.spark.observed import counting
 
 __all__ = ["checkpoint_counting", "components", "linked_keys", "pointer_jump"]
 
@@ -48,8 +49,7 @@ def checkpoint_counting(rows: DataFrame, flag: str) -> tuple[DataFrame, int]:
     """``rows`` without their boolean column ``flag``, materialized (a local checkpoint), and how many rows
     had it true, counted by the same Spark job as an observed metric: a loop that stops when nothing
     changed needs no second job per round (an emptiness check) to find out."""
-    observed = Observation(f"checkpoint {uuid.uuid4().hex}")  # unique among running queries
-    counted = rows.observe(observed, F.count(F.when(F.col(flag), 1)).alias("n"))
+    counted, observed = counting(rows, "checkpoint", F.col(flag))
     done = counted.drop(flag).localCheckpoint(eager=True)
     return done, int(observed.get["n"] or 0)
 
