@@ -87,8 +87,7 @@ def read_changes(all_changes: DataFrame, affected: Affected, layout: TableLayout
     ``affected.ranges`` is set from them (every affected key is named by one of its changes)."""
     if affected.nodes is None:
         changes = all_changes
-    else:  # one scan: each change under both of its keys, kept once if either is affected
-        nodes = F.explode(F.array(key_hash(F.col("__key")), key_hash(F.col("__old_key"))))
+    else:  # one scan: each change under its keys, kept once if either is affected
         held_changes = all_changes
         if affected.ranges:  # no key changes: a change of an affected key names it under __key or __old_key
             held_changes = held_changes.filter(
@@ -97,13 +96,19 @@ def read_changes(all_changes: DataFrame, affected: Affected, layout: TableLayout
                     for prefix in ("`__key`.", "`__old_key`.")
                 )
             )
+        new, old = key_hash(F.col("__key")), key_hash(F.col("__old_key"))
+        if affected.has_moves:  # under both keys, so a key change is found from either end
+            nodes = F.explode(F.array(new, old))
+        else:  # a change names one key (under __key, __old_key or both): one row each, nothing to dedup
+            nodes = F.coalesce(new, old)
         changes = held_changes.withColumn("node", nodes).join(
             F.broadcast(affected.nodes), "node", "left_semi"
         )
         changes = changes.drop("node")
+        if affected.has_moves:  # a key change whose two ends are both affected was found twice
+            changes = changes.dropDuplicates(["__lsn", "__pos"])
         if affected.has_truncates:  # a held truncate ends the versions of every key before it
             changes = changes.union(all_changes.filter(F.col("__op") == "truncate"))
-        changes = changes.dropDuplicates(["__lsn", "__pos"])
     changes = changes.localCheckpoint(eager=True)
     if affected.nodes is not None and affected.has_moves:
         affected.ranges = key_ranges(keys_of(changes, layout.key), layout.key)
@@ -112,7 +117,7 @@ def read_changes(all_changes: DataFrame, affected: Affected, layout: TableLayout
 
 def resolve_affected(changes: DataFrame, layout: TableLayout, affected: Affected) -> DataFrame:
     """The affected keys' versions, with their key hash (``__kh``), materialized."""
-    holds = Holds(affected.has_moves, affected.has_truncates, affected.moves)
+    holds = Holds(affected.has_moves, affected.has_truncates, affected.moves, affected.has_updates)
     versions, jump_rounds = resolve_versions(changes, layout, holds)
     affected.rounds += jump_rounds
     if layout.track:

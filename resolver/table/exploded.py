@@ -15,10 +15,10 @@ from resolver.spark.observed import counting, observing
 from resolver.table.explode import explode_events, is_move
 from resolver.table.key_ranges import BOUNDED, KeyRange
 from resolver.table.store import rescan_aggregates
-from resolver.table.table_steps import Exploded
+from resolver.table.table_steps import BatchEvents, Exploded
 from resolver.tablelayout import TableLayout
 
-__all__ = ["bad_value_records", "counting_moves", "explode_batch", "moved_events"]
+__all__ = ["bad_value_records", "counting_moves", "each_event_once", "explode_batch", "moved_events"]
 
 
 def explode_batch(events: DataFrame, layout: TableLayout) -> Exploded:
@@ -30,6 +30,7 @@ def explode_batch(events: DataFrame, layout: TableLayout) -> Exploded:
         rows,
         f"exploded {layout.table}",
         F.count(F.when(is_move(), 1)).alias("moves"),
+        F.count(F.when(F.col("__op") == "update", 1)).alias("updates"),
         F.coalesce(F.sum(F.size(F.coalesce("__bad", F.array()))), F.lit(0)).alias("bad"),
         F.count(F.when(F.col("__key").isNotNull() | F.col("__old_key").isNotNull(), 1)).alias("named"),
         *[agg for i, k in enumerate(bounded) for agg in _range_aggs(i, k)],
@@ -41,7 +42,7 @@ def explode_batch(events: DataFrame, layout: TableLayout) -> Exploded:
     if got["named"]:  # no key named at all (truncates only): nothing to bound
         ranges = [(k, got[f"lo{i}"], got[f"hi{i}"], bool(got[f"null{i}"])) for i, k in enumerate(bounded)]
     rescanned = {name: value for name, value in got.items() if name.startswith("rescan")}
-    return Exploded(rows, int(got["moves"]), int(got["bad"]), ranges, rescanned)
+    return Exploded(rows, int(got["moves"]), int(got["bad"]), ranges, rescanned, int(got["updates"]))
 
 
 def _range_aggs(i: int, k: str) -> list[Column]:
@@ -54,6 +55,14 @@ def _range_aggs(i: int, k: str) -> list[Column]:
         F.greatest(*[F.max(v) for v in named]).alias(f"hi{i}"),
         F.max(nulls[0] | nulls[1]).alias(f"null{i}"),
     ]
+
+
+def each_event_once(exploded: Exploded, events: BatchEvents) -> DataFrame:
+    """The exploded rows of ``events`` with each event once. When bronze took every event of the batch as
+    new (``events.unseen``), no two of them share bronze's key (table, commit LSN, position), and explode
+    keeps only events with a commit LSN: the rows are already unique on (``__lsn``, ``__pos``) and come back
+    as they are. Otherwise they are deduplicated on it (a shuffle): a file delivered twice in one batch."""
+    return exploded.rows if events.unseen else exploded.rows.dropDuplicates(["__lsn", "__pos"])
 
 
 def counting_moves(rows: DataFrame) -> tuple[DataFrame, Observation]:

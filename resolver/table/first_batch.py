@@ -19,7 +19,7 @@ from resolver.lake.folders import TablePaths
 from resolver.plan.tablemeta import TableMeta
 from resolver.spark import sql
 from resolver.spark.steps import step
-from resolver.table.exploded import counting_moves, explode_batch
+from resolver.table.exploded import counting_moves, each_event_once, explode_batch
 from resolver.table.store import drops_found
 from resolver.table.table_steps import Affected, BatchEvents, BatchTables, Stored
 from resolver.table.truncates import pending_truncates
@@ -53,9 +53,7 @@ class FirstBatch:
             exploded = explode_batch(events.rows, self.layout)
         store_schema = self.tables.store.toDF().schema
         changes, moves = counting_moves(
-            exploded.rows.dropDuplicates(["__lsn", "__pos"]).select(
-                *[sql.col(f.name) for f in store_schema.fields]
-            )
+            each_event_once(exploded, events).select(*[sql.col(f.name) for f in store_schema.fields])
         )
         pending = pending_truncates(spark, self.tables.paths.pending_truncates, name, store_schema)
         if pending is not None:
@@ -79,6 +77,7 @@ class FirstBatch:
         exploded = stored.exploded
         truncates = bool(self.meta.truncates) or stored.adopted
         affected = Affected(None, has_moves=exploded.moves > 0, has_truncates=truncates, moves=exploded.moves)
+        affected.has_updates = exploded.updates != 0  # unmeasured (None) may hold updates
         affected.late_possible = False  # nothing was held before: no event of the batch is late
         affected.newest, affected.newest_known = self.meta.hi, True
         return affected

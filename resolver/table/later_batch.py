@@ -15,7 +15,7 @@ from resolver.plan.tablemeta import TableMeta
 from resolver.spark import sql
 from resolver.spark.steps import step
 from resolver.table.affected import affected_keys, read_changes
-from resolver.table.exploded import counting_moves, explode_batch
+from resolver.table.exploded import counting_moves, each_event_once, explode_batch
 from resolver.table.key_ranges import keys_of, range_sql
 from resolver.table.merge import diff_rows, merge_changes, merge_snapshot, merge_versions, replace_snapshot
 from resolver.table.store import key_hash, rescan_drops
@@ -45,9 +45,7 @@ class LaterBatch:
         name = layout.table
         with step(spark, name, "explode"):
             exploded = explode_batch(events.rows, layout)
-        batch = exploded.rows.dropDuplicates(["__lsn", "__pos"]).select(
-            *[sql.col(c) for c in store.toDF().columns]
-        )
+        batch = each_event_once(exploded, events).select(*[sql.col(c) for c in store.toDF().columns])
         adopted = False
         if not layout.extra["key"]:  # a new table: truncates that came before its first rows
             pending = pending_truncates(spark, self.tables.paths.pending_truncates, name, store.toDF().schema)

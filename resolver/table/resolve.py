@@ -53,11 +53,13 @@ class Holds:
     its segment within one key, and every pass is one window over the key (no pointer jumping, no
     checkpoint; ``_versions_in_place``); ``truncates=False`` promises no truncate either, and then each
     event is one touch of one key, read in one pass. ``longest``: a bound on the key changes among them,
-    when known (``moves.pointer_jump``)."""
+    when known (``moves.pointer_jump``). ``updates=False`` (with ``moves=False``) promises no update: each
+    image is an insert's own row, so no column is carried from an earlier event (no window per column)."""
 
     moves: bool = True
     truncates: bool = True
     longest: int | None = None
+    updates: bool = True
 
 
 def resolve_versions(
@@ -73,7 +75,8 @@ def resolve_versions(
         found = touches(changes, layout)
     found = _segments(found, by_key)
     if not holds.moves:
-        return _versions_in_place(found, layout, by_key), 0
+        image = _carried_image(layout, by_key) if holds.updates else _own_image(layout)
+        return _versions_in_place(found, layout, by_key, image), 0
     found = found.withColumn("__prev_lsn", F.lag("__lsn").over(by_key)).localCheckpoint(eager=True)
     live, steps, rounds = _lineages(found, holds.longest)
     states = _states(live, found, layout)
@@ -246,18 +249,15 @@ def _state_changes(states: DataFrame, by_key: WindowSpec, by_txn: WindowSpec) ->
     return kept.withColumn("__next", nxt).filter(F.col("__kind") == PRODUCE)
 
 
-def _versions_in_place(touches: DataFrame, layout: TableLayout, by_key: WindowSpec) -> DataFrame:
+def _versions_in_place(
+    touches: DataFrame, layout: TableLayout, by_key: WindowSpec, image: Column
+) -> DataFrame:
     """``resolve_versions`` for changes without key changes: a row's lineage is its segment, which lies
     inside one key, so every pass is a window over the key in the same order (one shuffle, one sort, no
-    checkpoint). Images take a column's last value carried since the segment began."""
+    checkpoint). A produced touch's ``image``: ``_carried_image``, or ``_own_image`` when no touch is an
+    update."""
     seq = ["__lsn", "__pos"]
-    upto = by_key.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     is_prod = F.col("__kind") == PRODUCE
-    since = F.struct(F.col("__seg.__lsn").alias("__lsn"), F.col("__seg.__pos").alias("__pos"))
-    image = F.struct(
-        *[F.col("__k").getField(k).alias(k) for k in layout.key],
-        *[_fill(c, layout, upto, since) for c in layout.value_names],
-    )
     states = touches.select("__k", "__kind", *seq, "__time", "__tie", F.when(is_prod, image).alias("__img"))
     versions = _state_changes(states, by_key, by_key)  # one order: no second sort
     key_t = layout.key_struct_type()
@@ -271,6 +271,25 @@ def _versions_in_place(touches: DataFrame, layout: TableLayout, by_key: WindowSp
         F.coalesce(F.col("__next.__kind") == END, F.lit(False)).alias("__is_deleted"),
         F.lit(None).cast(key_t).alias("__moved_from"),
         F.lit(None).cast(key_t).alias("__moved_to"),
+    )
+
+
+def _carried_image(layout: TableLayout, by_key: WindowSpec) -> Column:
+    """A produced row's image: each column's last value carried since its segment began (``_fill``)."""
+    upto = by_key.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    since = F.struct(F.col("__seg.__lsn").alias("__lsn"), F.col("__seg.__pos").alias("__pos"))
+    return F.struct(
+        *[F.col("__k").getField(k).alias(k) for k in layout.key],
+        *[_fill(c, layout, upto, since) for c in layout.value_names],
+    )
+
+
+def _own_image(layout: TableLayout) -> Column:
+    """An insert's image: its own values (a column it lacks is NULL), what ``_carried_image`` gives when the
+    segment is the insert alone (nothing before it is carried; no drop lies between it and itself)."""
+    return F.struct(
+        *[F.col("__k").getField(k).alias(k) for k in layout.key],
+        *[F.when(F.array_contains("__present", c), sql.col(c)).alias(c) for c in layout.value_names],
     )
 
 

@@ -43,6 +43,7 @@ class Exploded:
     # the rows' first insert lacking each column of ``layout.rescan`` (``resolver.table.store``'s
     # ``rescan_aggregates``, by their names)
     rescanned: dict[str, Any] = field(default_factory=dict)
+    updates: int | None = None  # rows that update a row (None: not measured)
 
 
 @dataclass
@@ -74,6 +75,7 @@ class Affected:
     newest: int | None = None  # the newest commit LSN of a keyed change held after the batch (None: none)
     newest_known: bool = False  # whether ``newest`` is known (the marker records it)
     moves: int | None = None  # how many key changes the changes hold, when known (a first batch's own)
+    has_updates: bool = True  # False: the changes hold no update (a first batch of inserts and deletes)
 
 
 @dataclass
