@@ -2,140 +2,120 @@
 events: columns and types, the keys the stream reports, commit-LSN ranges, first and last events per column,
 insert column sets.
 
-The three kinds of facts are grouped differently (per table; per table, column and type; per table and
-insert column set), so the events are projected into one row shape per kind, unioned, and grouped once by
-``(kind, table, name, type, cols)``: one shuffle and one collect of a few rows per table, not three."""
+The events are grouped by their *shape* (table, operation, column and key lists, with or without a commit
+LSN): one shuffle, and one collect of a handful of rows however many events (one per kind of event a
+table's schema gives). The facts per table, per column and type, and per insert column set are then read
+from those rows on the driver."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from itertools import zip_longest
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
 from resolver.plan.tablemeta import FirstEvent, InsertSet, Point, Seen, TableMeta
 
-_TABLE, _COLUMN, _INSERTS = 0, 1, 2
 _WHERE = ["commit_lsn", "position", "source_file", "source_line"]
 _ARRAYS = ["column_names", "column_types", "old_key_names", "old_key_types", "primary_key"]
 
 
 def batch_metadata(events: DataFrame) -> dict[str, TableMeta]:
     """Per table: its columns and types, the keys the stream reports, the commit-LSN range and counts."""
-    rows = _facts(events)
-    types, first, last = _column_types([r for r in rows if r["kind"] == _COLUMN])
-    insert_sets = _insert_sets([r for r in rows if r["kind"] == _INSERTS])
-    out = {}
-    for r in (r for r in rows if r["kind"] == _TABLE):
-        table = r["table"]
-        first_event = r["first_event"]
-        out[table] = TableMeta(
-            table=table,
-            events=r["events"],
-            skipped=r["skipped"],
-            truncates=r["truncates"],
-            changes=r["changes"],
-            lo=r["lo"],
-            hi=r["hi"],
-            columns=_name_types(r["columns"]),
-            old_keys=_name_types(r["old_keys"]),
-            identities=[list(x) for x in r["identities"] if x],
-            pks=[list(x) for x in r["pks"] if x],
-            types=types.get(table, {}),
-            first=first.get(table, {}),
-            last=last.get(table, {}),
-            insert_sets=insert_sets.get(table, []),
-            last_insert=tuple(r["last_insert"]) if r["last_insert"] is not None else None,
-            first_event=FirstEvent(
-                first_event["commit_lsn"],
-                first_event["position"],
-                first_event["source_file"],
-                first_event["source_line"],
+    by_table: dict[str, list[Row]] = {}
+    for shape in sorted(_shapes(events), key=lambda r: _order(r["first_event"])):
+        by_table.setdefault(shape["table"], []).append(shape)
+    return {table: _table_meta(table, shapes) for table, shapes in by_table.items()}
+
+
+def _shapes(events: DataFrame) -> list[Row]:
+    """One row per shape of event: how many events (``weight``), their commit-LSN range, their first event
+    (``_WHERE``), their last (commit LSN, position) and their first (commit LSN, position, commit time in
+    microseconds)."""
+    return (
+        events.groupBy("table", "operation", *_ARRAYS, F.col("commit_lsn").isNull().alias("unordered"))
+        .agg(
+            F.count("*").alias("weight"),
+            F.min("commit_lsn").alias("lo"),
+            F.max("commit_lsn").alias("hi"),
+            F.min(F.struct(*_WHERE)).alias("first_event"),
+            F.max(F.struct("commit_lsn", "position")).alias("last"),
+            F.min(F.struct("commit_lsn", "position", F.unix_micros("commit_time").alias("t"))).alias(
+                "first_insert"
             ),
         )
-    return out
-
-
-def _facts(events: DataFrame) -> list[Any]:
-    """The batch's facts in one aggregate: a row per table (counts, LSN range, column sets, keys reported),
-    per table, column and type (first and last event), and per table and insert column set (first insert)."""
-    base = events.select("table", "operation", "commit_time", *_WHERE, *_ARRAYS)
-    empty = {c: F.lit(None).cast(base.schema[c].dataType) for c in _ARRAYS}
-    names = F.concat(F.coalesce("column_names", F.array()), F.coalesce("old_key_names", F.array()))
-    types = F.concat(F.coalesce("column_types", F.array()), F.coalesce("old_key_types", F.array()))
-
-    def shaped(kind: int, name: Column, typ: Column, cols: Column, arrays: bool) -> list[Column]:
-        return [
-            F.lit(kind).alias("kind"),
-            "table",
-            name.cast("string").alias("name"),
-            typ.cast("string").alias("type"),
-            cols.cast("array<string>").alias("cols"),
-            "operation",
-            "commit_time",
-            *_WHERE,
-            *[F.col(c) if arrays else empty[c].alias(c) for c in _ARRAYS],
-        ]
-
-    none = F.lit(None)
-    per_table = base.select(*shaped(_TABLE, none, none, none, True))
-    # Per column and type, only its first and last event count. The events' column lists are few (one per
-    # shape of event a table's schema gives), so the events are grouped by them first, and only each
-    # list's first and last event become a row per column: the explode is over the lists, not the events.
-    lists = base.groupBy("table", names.alias("n"), types.alias("t")).agg(
-        F.min(F.struct(*_WHERE)).alias("first"), F.max(F.struct("commit_lsn", "position")).alias("last")
+        .collect()
     )
-    last = F.struct(
-        *[F.col(f"{'last' if w in ('commit_lsn', 'position') else 'first'}.{w}").alias(w) for w in _WHERE]
-    )
-    per_column = (
-        lists.select("table", "n", "t", F.explode(F.array("first", last)).alias("at"))
-        .select("table", "at", F.explode(F.arrays_zip("n", "t")).alias("c"))
-        .filter(F.col("c.t").isNotNull())  # no types in the stream (include-types=0): nothing to compare
-        .select(
-            "table",
-            "c",
-            F.lit(None).cast(base.schema["operation"].dataType).alias("operation"),
-            F.lit(None).cast(base.schema["commit_time"].dataType).alias("commit_time"),
-            *[F.col(f"at.{w}").alias(w) for w in _WHERE],
+
+
+def _table_meta(table: str, shapes: list[Row]) -> TableMeta:
+    """A table's facts from its shapes (first event first)."""
+
+    def weight(*operations: str, unordered: bool | None = None) -> int:
+        return sum(
+            s["weight"]
+            for s in shapes
+            if (not operations or s["operation"] in operations) and unordered in (None, s["unordered"])
         )
-        .select(*shaped(_COLUMN, F.col("c.n"), F.col("c.t"), none, False))
-    )
-    inserts = base.filter((F.col("operation") == "insert") & F.col("commit_lsn").isNotNull())
-    per_insert_set = inserts.select(*shaped(_INSERTS, none, none, F.array_sort("column_names"), False))
-    facts = per_table.unionByName(per_column).unionByName(per_insert_set)
-    return facts.groupBy("kind", "table", "name", "type", "cols").agg(*_aggregates()).collect()
 
-
-def _aggregates() -> list[Column]:
-    op = F.col("operation")
-    mine = F.col("kind") == _TABLE
-    return [
-        F.count(F.when(F.col("commit_lsn").isNotNull(), 1)).alias("events"),
-        F.count(F.when(F.col("commit_lsn").isNull(), 1)).alias("skipped"),
-        F.count(F.when(op == "truncate", 1)).alias("truncates"),
-        F.count(F.when(op.isin("update", "delete"), 1)).alias("changes"),
-        F.min("commit_lsn").alias("lo"),
-        F.max("commit_lsn").alias("hi"),
-        F.max(F.when(op == "insert", F.struct("commit_lsn", "position"))).alias("last_insert"),
-        F.min(F.struct(*_WHERE)).alias("first_event"),
-        F.max(F.struct("commit_lsn", "position")).alias("last"),
-        F.min(F.struct("commit_lsn", "position", F.unix_micros("commit_time").alias("t"))).alias(
-            "first_insert"
+    first = _least(s["first_event"] for s in shapes)
+    last_insert = _most(s["last"] for s in shapes if s["operation"] == "insert")
+    types, first_at, last_at = _column_types(table, shapes)
+    return TableMeta(
+        table=table,
+        events=weight(unordered=False),
+        skipped=weight(unordered=True),
+        truncates=weight("truncate"),
+        changes=weight("update", "delete"),
+        lo=min((s["lo"] for s in shapes if s["lo"] is not None), default=None),
+        hi=max((s["hi"] for s in shapes if s["hi"] is not None), default=None),
+        columns=_name_types(_pairs(s["column_names"], s["column_types"]) for s in shapes),
+        old_keys=_name_types(_pairs(s["old_key_names"], s["old_key_types"]) for s in shapes),
+        identities=_distinct(s["old_key_names"] for s in shapes if s["operation"] in ("update", "delete")),
+        pks=_distinct(s["primary_key"] for s in shapes),
+        types=types,
+        first=first_at,
+        last=last_at,
+        insert_sets=_insert_sets(shapes),
+        last_insert=(last_insert["commit_lsn"], last_insert["position"]) if last_insert is not None else None,
+        first_event=FirstEvent(
+            first["commit_lsn"], first["position"], first["source_file"], first["source_line"]
         ),
-        F.collect_set(F.when(mine, _name_type_pairs("column_names", "column_types"))).alias("columns"),
-        F.collect_set(F.when(mine, _name_type_pairs("old_key_names", "old_key_types"))).alias("old_keys"),
-        F.collect_set(F.when(mine & op.isin("update", "delete"), F.col("old_key_names"))).alias("identities"),
-        F.collect_set(F.when(mine, F.col("primary_key"))).alias("pks"),
-    ]
+    )
 
 
-def _name_type_pairs(names: str, types: str) -> Column:
-    """(name, type) pairs of an event's columns; the type NULL when the stream sends no types (wal2json's
-    ``include-types=0``, Debezium without the schema envelope). ``arrays_zip`` alone is NULL when either
-    array is: a table whose events carry no types would have no columns at all."""
-    untyped = F.array_repeat(F.lit(None).cast("string"), F.greatest(F.size(names), F.lit(0)))
-    return F.arrays_zip(F.col(names), F.coalesce(F.col(types), untyped))
+def _order(point: Sequence[Any]) -> tuple[tuple[bool, Any], ...]:
+    """Spark's order of structs: field by field, NULL first."""
+    return tuple((v is not None, v) for v in point)
+
+
+def _least(points: Iterable[Any]) -> Any:
+    """The smallest non-NULL struct, as Spark's ``min`` gives it (None: there is none)."""
+    return min((p for p in points if p is not None), key=_order, default=None)
+
+
+def _most(points: Iterable[Any]) -> Any:
+    """The largest non-NULL struct, as Spark's ``max`` gives it (None: there is none)."""
+    return max((p for p in points if p is not None), key=_order, default=None)
+
+
+def _pairs(names: list[str] | None, types: list[str] | None) -> list[tuple[str, str | None]] | None:
+    """(name, type) pairs of an event's columns; the type None when the stream sends no types (wal2json's
+    ``include-types=0``, Debezium without the schema envelope); None without columns."""
+    if names is None:
+        return None
+    return list(zip_longest(names, types or [], fillvalue=None))  # type: ignore[arg-type]
+
+
+def _distinct(lists: Iterable[list[str] | None]) -> list[list[str]]:
+    """The different non-empty lists, first seen first."""
+    out: list[list[str]] = []
+    for x in lists:
+        if x and list(x) not in out:
+            out.append(list(x))
+    return out
 
 
 def _name_types(zipped_sets: list[Any]) -> dict[str, str | None]:
@@ -147,32 +127,46 @@ def _name_types(zipped_sets: list[Any]) -> dict[str, str | None]:
 
 
 def _column_types(
-    typed: list[Any],
-) -> tuple[dict[str, dict[str, list[Seen]]], dict[str, dict[str, Point]], dict[str, dict[str, Point]]]:
-    """Per table and column: each type it came with (first seen first), and its first and last event."""
-    seen: dict[str, dict[str, list[Seen]]] = {}
-    first_at: dict[str, dict[str, Point]] = {}
-    last: dict[str, dict[str, Point]] = {}
-    for r in sorted(
-        typed, key=lambda r: (r["first_event"]["commit_lsn"] is None, r["first_event"]["commit_lsn"] or 0)
+    table: str, shapes: list[Row]
+) -> tuple[dict[str, list[Seen]], dict[str, Point], dict[str, Point]]:
+    """Per column: each type it came with (first seen first), and its first and last event. A column's
+    first and last event with a type are those of the first and last event of any shape that carries it
+    with that type (as a column or in the old key)."""
+    found: dict[tuple[str, str], tuple[Any, Any]] = {}  # (name, type) -> (first event, last point)
+    for s in shapes:
+        names = list(s["column_names"] or []) + list(s["old_key_names"] or [])
+        types = list(s["column_types"] or []) + list(s["old_key_types"] or [])
+        for name, typ in zip_longest(names, types, fillvalue=None):
+            if typ is None:  # no types in the stream (include-types=0): nothing to compare
+                continue
+            was = found.get((name, typ))
+            if was is None:
+                found[(name, typ)] = (s["first_event"], s["last"])
+            else:
+                found[(name, typ)] = (_least([was[0], s["first_event"]]), _most([was[1], s["last"]]))
+    seen: dict[str, list[Seen]] = {}
+    first_at: dict[str, Point] = {}
+    last: dict[str, Point] = {}
+    for (name, typ), (first, end) in sorted(
+        found.items(), key=lambda kv: (kv[1][0]["commit_lsn"] is None, kv[1][0]["commit_lsn"] or 0)
     ):
-        first = r["first_event"]
-        entry = Seen(r["type"], first["commit_lsn"], first["source_file"], first["source_line"])
-        seen.setdefault(r["table"], {}).setdefault(r["name"], []).append(entry)
+        seen.setdefault(name, []).append(
+            Seen(typ, first["commit_lsn"], first["source_file"], first["source_line"])
+        )
         if first["commit_lsn"] is not None:  # (commit LSN, position) of the first and last event carrying it
             at = (first["commit_lsn"], first["position"])
-            mine = first_at.setdefault(r["table"], {})
-            mine[r["name"]] = min(mine.get(r["name"], at), at)
-            end = (r["last"]["commit_lsn"], r["last"]["position"])
-            mine = last.setdefault(r["table"], {})
-            mine[r["name"]] = max(mine.get(r["name"], end), end)
+            first_at[name] = min(first_at.get(name, at), at)
+            point = (end["commit_lsn"], end["position"])
+            last[name] = max(last.get(name, point), point)
     return seen, first_at, last
 
 
-def _insert_sets(rows: list[Any]) -> dict[str, list[InsertSet]]:
-    """Per table, the column sets of its inserts (a handful: one per schema the batch spans)."""
-    out: dict[str, list[InsertSet]] = {}
-    for r in rows:
-        point = (r["first_insert"]["commit_lsn"], r["first_insert"]["position"], r["first_insert"]["t"])
-        out.setdefault(r["table"], []).append(InsertSet(frozenset(r["cols"] or []), point))
-    return out
+def _insert_sets(shapes: list[Row]) -> list[InsertSet]:
+    """The column sets of a table's inserts (a handful: one per schema the batch spans), each with its first
+    insert."""
+    firsts: dict[frozenset[str], Any] = {}
+    for s in shapes:
+        if s["operation"] == "insert" and not s["unordered"]:
+            cols = frozenset(s["column_names"] or [])
+            firsts[cols] = _least([firsts.get(cols), s["first_insert"]])
+    return [InsertSet(cols, (p["commit_lsn"], p["position"], p["t"])) for cols, p in firsts.items()]
