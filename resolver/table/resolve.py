@@ -53,8 +53,9 @@ class Holds:
     its segment within one key, and every pass is one window over the key (no pointer jumping, no
     checkpoint; ``_versions_in_place``); ``truncates=False`` promises no truncate either, and then each
     event is one touch of one key, read in one pass. ``longest``: a bound on the key changes among them,
-    when known (``moves.pointer_jump``). ``updates=False`` (with ``moves=False``) promises no update: each
-    image is an insert's own row, so no column is carried from an earlier event (no window per column)."""
+    when known (``moves.pointer_jump``). ``updates=False`` (with ``moves=False``) promises no update: without
+    drop points (whose refreshes carry a row's other columns) each image is then an insert's own row, and no
+    column is carried from an earlier event (no window per column)."""
 
     moves: bool = True
     truncates: bool = True
@@ -75,7 +76,9 @@ def resolve_versions(
         found = touches(changes, layout)
     found = _segments(found, by_key)
     if not holds.moves:
-        image = _carried_image(layout, by_key) if holds.updates else _own_image(layout)
+        # a drop point's refresh carries the row's other columns (``touches``): it is not an insert
+        own = not holds.updates and not layout.drops
+        image = _own_image(layout) if own else _carried_image(layout, by_key)
         return _versions_in_place(found, layout, by_key, image), 0
     found = found.withColumn("__prev_lsn", F.lag("__lsn").over(by_key)).localCheckpoint(eager=True)
     live, steps, rounds = _lineages(found, holds.longest)

@@ -367,6 +367,27 @@ def test_a_first_batch_without_updates_gives_each_insert_its_own_row(
     _check(spark, tmp_path / "one", expected)
 
 
+@pytest.mark.spark
+def test_a_first_batch_without_updates_carries_columns_past_a_drop_point(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """An insert that lacks a column the batch sent before is where the lake learns the column was dropped
+    (docs/schema-evolution.md): every row held then gets a new version there, its other columns carried and
+    the dropped one NULL. The reference resolver does not model drops, so the rows are written out."""
+    events = [
+        event(ONE, "insert", 10, 0, one(1, "x", "1")),
+        event(ONE, "insert", 20, 0, {"id": "2", "a": "y"}),  # lacks n: n was dropped before it
+    ]
+    _apply(spark, [events], tmp_path)
+    got = _read(spark, tmp_path, ONE.name, ONE.key)
+    assert got.snapshot == [snapshot_row(one(1, "x"), 20), snapshot_row(one(2, "y"), 20)]
+    assert got.history == [
+        version(one(1, "x", "1"), 10, 20),
+        version(one(1, "x"), 20),
+        version(one(2, "y"), 20),
+    ]
+
+
 def _keyless_full() -> list[list[dict[str, Any]]]:
     """Batches of a table without a primary key under REPLICA IDENTITY FULL in format 1: the first batch's
     identities all lack ``msg`` (it was NULL), which looks like an index identity on (rid, amt)."""
