@@ -62,7 +62,7 @@ def _table_meta(table: str, shapes: list[Row]) -> TableMeta:
 
     first = _least(s["first_event"] for s in shapes)
     last_insert = _most(s["last"] for s in shapes if s["operation"] == "insert")
-    types, first_at, last_at = _column_types(table, shapes)
+    types, first_at, last_at = _column_types(shapes)
     return TableMeta(
         table=table,
         events=weight(unordered=False),
@@ -118,7 +118,7 @@ def _distinct(lists: Iterable[list[str] | None]) -> list[list[str]]:
     return out
 
 
-def _name_types(zipped_sets: list[Any]) -> dict[str, str | None]:
+def _name_types(zipped_sets: Iterable[Any]) -> dict[str, str | None]:
     out: dict[str, str | None] = {}
     for zipped in zipped_sets:
         for pair in zipped or []:
@@ -127,7 +127,7 @@ def _name_types(zipped_sets: list[Any]) -> dict[str, str | None]:
 
 
 def _column_types(
-    table: str, shapes: list[Row]
+    shapes: list[Row],
 ) -> tuple[dict[str, list[Seen]], dict[str, Point], dict[str, Point]]:
     """Per column: each type it came with (first seen first), and its first and last event. A column's
     first and last event with a type are those of the first and last event of any shape that carries it

@@ -42,7 +42,7 @@ def explode_batch(events: DataFrame, layout: TableLayout) -> Exploded:
     if got["named"]:  # no key named at all (truncates only): nothing to bound
         ranges = [(k, got[f"lo{i}"], got[f"hi{i}"], bool(got[f"null{i}"])) for i, k in enumerate(bounded)]
     rescanned = {name: value for name, value in got.items() if name.startswith("rescan")}
-    return Exploded(rows, int(got["moves"]), int(got["bad"]), ranges, rescanned, int(got["updates"]))
+    return Exploded(rows, int(got["moves"]), int(got["bad"]), int(got["updates"]), ranges, rescanned)
 
 
 def _range_aggs(i: int, k: str) -> list[Column]:

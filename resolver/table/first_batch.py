@@ -77,7 +77,7 @@ class FirstBatch:
         exploded = stored.exploded
         truncates = bool(self.meta.truncates) or stored.adopted
         affected = Affected(None, has_moves=exploded.moves > 0, has_truncates=truncates, moves=exploded.moves)
-        affected.has_updates = exploded.updates != 0  # unmeasured (None) may hold updates
+        affected.has_updates = exploded.updates > 0
         affected.late_possible = False  # nothing was held before: no event of the batch is late
         affected.newest, affected.newest_known = self.meta.hi, True
         return affected

@@ -39,11 +39,11 @@ class Exploded:
     rows: DataFrame
     moves: int  # rows that change their key (an event the batch holds twice counts twice)
     bad: int  # values that did not fit their column (one per line that carried it)
+    updates: int  # rows that update a row (an event the batch holds twice counts twice)
     ranges: list[KeyRange]  # each integral, string or date key column's range among the keys named
     # the rows' first insert lacking each column of ``layout.rescan`` (``resolver.table.store``'s
     # ``rescan_aggregates``, by their names)
     rescanned: dict[str, Any] = field(default_factory=dict)
-    updates: int | None = None  # rows that update a row (None: not measured)
 
 
 @dataclass
