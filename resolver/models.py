@@ -115,7 +115,9 @@ class TableSummary(ResolverModel):
     late: int = Field(0, description="Events older than a change the lake already held for their key")
     versions_written: int = Field(0, description="History rows inserted, changed or removed")
     bad_values: int = Field(0, description="Values that did not fit their column's type (quarantined)")
-    rounds: int = Field(0, description="Pointer-jumping rounds run for key-change chains")
+    rounds: int = Field(
+        0, description="Spark rounds run for key-change graphs (0 when the driver solved them: small graphs)"
+    )
     notes: list[str] = Field(
         default_factory=list,
         description="Schema changes the batch made, and warnings such as a likely rename",

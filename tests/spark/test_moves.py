@@ -1,18 +1,38 @@
 """The key-change graph's loops (``resolver.table.moves``): pointer jumping and label propagation stop when a
 round changed nothing, which the round's own Spark job counts (``checkpoint_counting``), so each round
-runs one job, and empty input stops at once instead of waiting for a count that never comes."""
+runs one job, and empty input stops at once instead of waiting for a count that never comes. A small graph
+is solved on the driver instead (``spark.resolver.smallGraphRows``), with the same answers as the Spark
+jobs give on random forests and graphs; a bad setting fails before anything is written, with one line."""
 
 from __future__ import annotations
 
 import math
+import random
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from resolver.table.moves import checkpoint_counting, components, pointer_jump
+from resolver import ingest
+from resolver.errors import ConfigError
+from resolver.spark.small_graphs import SMALL_GRAPH_SETTING
+from resolver.table.moves import checkpoint_counting, components, linked_keys, pointer_jump
 
 pytestmark = pytest.mark.spark
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def in_spark(spark: SparkSession) -> Iterator[SparkSession]:
+    """The session with every graph solved by Spark jobs, however small."""
+    spark.conf.set(SMALL_GRAPH_SETTING, "0")
+    try:
+        yield spark
+    finally:
+        spark.conf.unset(SMALL_GRAPH_SETTING)
 
 
 def test_a_checkpoint_counts_its_flagged_rows_and_drops_the_flag(spark: SparkSession) -> None:
@@ -25,7 +45,8 @@ def test_a_checkpoint_counts_its_flagged_rows_and_drops_the_flag(spark: SparkSes
     assert (zero, none.collect()) == (0, [])
 
 
-def test_pointer_jumping_finds_the_root_of_a_long_chain_in_log_rounds(spark: SparkSession) -> None:
+def test_pointer_jumping_finds_the_root_of_a_long_chain_in_log_rounds(in_spark: SparkSession) -> None:
+    spark = in_spark
     n = 100  # node i points to i + 1; the last node is the root
     parent = F.when(F.col("id") < n - 1, F.col("id") + 1)
     chain = spark.range(n).select(F.col("id").alias("node"), parent.alias("parent"))
@@ -40,7 +61,8 @@ def test_pointer_jumping_finds_the_root_of_a_long_chain_in_log_rounds(spark: Spa
     assert (nothing.collect(), once) == ([], 1)
 
 
-def test_components_label_each_node_with_its_smallest_neighbour(spark: SparkSession) -> None:
+def test_components_label_each_node_with_its_smallest_neighbour(in_spark: SparkSession) -> None:
+    spark = in_spark
     edges = spark.createDataFrame([(5, 4), (4, 3), (3, 2), (2, 1), (9, 8)], "u long, v long")
     comps, rounds = components(edges)
     assert sorted((r.node, r.comp) for r in comps.collect()) == [
@@ -49,3 +71,96 @@ def test_components_label_each_node_with_its_smallest_neighbour(spark: SparkSess
     assert rounds >= 2  # the path needs a round that changes labels and one that finds none changed
     nothing, once = components(spark.createDataFrame([], "u long, v long"))
     assert (nothing.collect(), once) == ([], 1)
+
+
+def _forest(rng: random.Random, n: int) -> list[tuple[int, int | None]]:
+    """``n`` nodes, each pointing to a later one or to nothing (a forest of chains and trees), with a few
+    pointers to ids that are not nodes (their chains end there)."""
+    out: list[tuple[int, int | None]] = []
+    for i in range(n):
+        pick = rng.random()
+        parent = None if pick < 0.2 or i == n - 1 else rng.randrange(i + 1, n)
+        out.append((i * 3, 3 * n + i if pick > 0.95 else None if parent is None else parent * 3))
+    rng.shuffle(out)
+    return out
+
+
+def _graph(rng: random.Random, n: int) -> list[tuple[int, int]]:
+    """Random edges among ``n`` node ids spread over the longs (negative ones too), self loops included."""
+    ids = [rng.randrange(-(2**62), 2**62) for _ in range(n)]
+    return [(rng.choice(ids), rng.choice(ids)) for _ in range(n)]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_small_graphs_solved_on_the_driver_give_what_spark_jobs_give(spark: SparkSession, seed: int) -> None:
+    rng = random.Random(seed)
+    forest = spark.createDataFrame(_forest(rng, 60), "node long, parent long")
+    graph = spark.createDataFrame(_graph(rng, 40), "u long, v long")
+    # a row's segments as linked_keys and resolve give them: struct nodes
+    chain = [((1, i), (1, i + 1) if i < 20 else None) for i in range(21)]
+    structs = spark.createDataFrame(
+        chain, "node struct<__lsn: long, __pos: int>, parent struct<__lsn: long, __pos: int>"
+    )
+    moves = spark.createDataFrame(
+        [(lsn, 0, u, v) for lsn, (u, v) in enumerate(_graph(rng, 30))],
+        "__lsn long, __pos int, u long, v long",
+    )
+
+    def solved() -> tuple[list[object], ...]:
+        (roots, _), (comps, _), (struct_roots, _), (keys, _) = (
+            pointer_jump(forest),
+            components(graph),
+            pointer_jump(structs),
+            linked_keys(moves),
+        )
+        return (
+            sorted(tuple(r) for r in roots.collect()),
+            sorted(tuple(r) for r in comps.collect()),
+            sorted((tuple(r.node), tuple(r.root)) for r in struct_roots.collect()),
+            sorted(tuple(r) for r in keys.collect()),
+        )
+
+    here = solved()
+    spark.conf.set(SMALL_GRAPH_SETTING, "0")
+    try:
+        in_jobs = solved()
+    finally:
+        spark.conf.unset(SMALL_GRAPH_SETTING)
+    assert here[:3] == in_jobs[:3]
+    # linked_keys in Spark jobs also labels each chain of moves (a node of its own, which may then be the
+    # smallest of its component): the keys are compared by the groups they fall in
+    key_ids = {k for u, v in moves.select("u", "v").collect() for k in (u, v)}
+    assert _groups(here[3]) == _groups([kc for kc in in_jobs[3] if kc[0] in key_ids])
+    assert {n for n, _ in here[3]} == key_ids
+    assert [pointer_jump(forest)[1], components(graph)[1]] == [0, 0]  # no round: the driver's answer
+
+
+def _groups(labels: list[tuple[object, ...]]) -> set[frozenset[object]]:
+    by_label: dict[object, set[object]] = {}
+    for node, label in labels:
+        by_label.setdefault(label, set()).add(node)
+    return {frozenset(nodes) for nodes in by_label.values()}
+
+
+def test_a_cycle_of_pointers_solved_on_the_driver_is_an_error_not_a_hang(spark: SparkSession) -> None:
+    ring = spark.createDataFrame([(1, 2), (2, 3), (3, 1)], "node long, parent long")
+    with pytest.raises(ValueError, match="go round in a cycle"):
+        pointer_jump(ring)
+
+
+@pytest.mark.parametrize("value", ["-1", "many"])
+def test_a_bad_small_graph_setting_fails_with_one_line_before_anything_is_written(
+    spark: SparkSession, tmp_path: Path, value: str
+) -> None:
+    lake = tmp_path / "lake"
+    spark.conf.set(SMALL_GRAPH_SETTING, value)
+    try:
+        with pytest.raises(ConfigError) as e:
+            ingest(spark, [str(ROOT / "samples/wal2json-v2/0001.json")], str(lake), "wal2json-v2")
+    finally:
+        spark.conf.unset(SMALL_GRAPH_SETTING)
+    assert str(e.value) == (
+        f"{SMALL_GRAPH_SETTING} is {value!r}; expected a whole number of rows, 0 or more (0: every "
+        "key-change graph in Spark jobs)"
+    )
+    assert not lake.exists() or not any(lake.rglob("_delta_log"))
