@@ -91,9 +91,8 @@ def _graph(rng: random.Random, n: int) -> list[tuple[int, int]]:
     return [(rng.choice(ids), rng.choice(ids)) for _ in range(n)]
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_small_graphs_solved_on_the_driver_give_what_spark_jobs_give(spark: SparkSession, seed: int) -> None:
-    rng = random.Random(seed)
+def test_small_graphs_solved_on_the_driver_give_what_spark_jobs_give(spark: SparkSession) -> None:
+    rng = random.Random(1)  # chains of up to 7 links, 10 ending outside the nodes, components of 30 and 23
     forest = spark.createDataFrame(_forest(rng, 60), "node long, parent long")
     graph = spark.createDataFrame(_graph(rng, 40), "u long, v long")
     # a row's segments as linked_keys and resolve give them: struct nodes
