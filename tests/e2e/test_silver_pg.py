@@ -11,6 +11,7 @@ from resolver import ingest
 from resolver.lake.folders import history_path, snapshot_path
 from resolver.spark.small_graphs import SMALL_GRAPH_SETTING
 from tests.harness.postgres import PgDatabase, write_lines
+from tests.settings import setting
 
 pytestmark = [pytest.mark.spark, pytest.mark.postgres]
 
@@ -49,11 +50,8 @@ def test_a_thousand_key_changes_resolve_in_logarithmic_rounds(
     one = tmp_path / "one.json"
     write_lines(one, lines)
     lake = str(tmp_path / "lake")
-    spark.conf.set(SMALL_GRAPH_SETTING, "0")
-    try:
+    with setting(spark, SMALL_GRAPH_SETTING, "0"):
         summary = ingest(spark, [str(one)], lake, "wal2json-v2")
-    finally:
-        spark.conf.unset(SMALL_GRAPH_SETTING)
     (table,) = summary.tables
     assert table.moved == MOVES
     print(f"rounds for a chain of {MOVES} key changes: {table.rounds}")

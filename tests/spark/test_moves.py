@@ -15,24 +15,18 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from resolver import ingest
-from resolver.errors import ConfigError
 from resolver.spark.small_graphs import SMALL_GRAPH_SETTING
 from resolver.table.moves import checkpoint_counting, components, linked_keys, pointer_jump
+from tests.settings import bad_setting_message, setting
 
 pytestmark = pytest.mark.spark
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def in_spark(spark: SparkSession) -> Iterator[SparkSession]:
     """The session with every graph solved by Spark jobs, however small."""
-    spark.conf.set(SMALL_GRAPH_SETTING, "0")
-    try:
+    with setting(spark, SMALL_GRAPH_SETTING, "0"):
         yield spark
-    finally:
-        spark.conf.unset(SMALL_GRAPH_SETTING)
 
 
 def test_a_checkpoint_counts_its_flagged_rows_and_drops_the_flag(spark: SparkSession) -> None:
@@ -120,11 +114,8 @@ def test_small_graphs_solved_on_the_driver_give_what_spark_jobs_give(spark: Spar
         )
 
     here = solved()
-    spark.conf.set(SMALL_GRAPH_SETTING, "0")
-    try:
+    with setting(spark, SMALL_GRAPH_SETTING, "0"):
         in_jobs = solved()
-    finally:
-        spark.conf.unset(SMALL_GRAPH_SETTING)
     assert here[:3] == in_jobs[:3]
     # linked_keys in Spark jobs also labels each chain of moves (a node of its own, which may then be the
     # smallest of its component): the keys are compared by the groups they fall in
@@ -151,15 +142,7 @@ def test_a_cycle_of_pointers_solved_on_the_driver_is_an_error_not_a_hang(spark: 
 def test_a_bad_small_graph_setting_fails_with_one_line_before_anything_is_written(
     spark: SparkSession, tmp_path: Path, value: str
 ) -> None:
-    lake = tmp_path / "lake"
-    spark.conf.set(SMALL_GRAPH_SETTING, value)
-    try:
-        with pytest.raises(ConfigError) as e:
-            ingest(spark, [str(ROOT / "samples/wal2json-v2/0001.json")], str(lake), "wal2json-v2")
-    finally:
-        spark.conf.unset(SMALL_GRAPH_SETTING)
-    assert str(e.value) == (
+    assert bad_setting_message(spark, tmp_path / "lake", SMALL_GRAPH_SETTING, value) == (
         f"{SMALL_GRAPH_SETTING} is {value!r}; expected a whole number of rows, 0 or more (0: every "
         "key-change graph in Spark jobs)"
     )
-    assert not lake.exists() or not any(lake.rglob("_delta_log"))

@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from resolver import ingest
 from resolver.cli.main import main
-from resolver.errors import ConfigError
 from resolver.spark.parallelism import PARALLEL_TABLES_SETTING
 from tests.samplelake import sample_lake_problems
+from tests.settings import bad_setting_message, setting
 
 pytestmark = pytest.mark.spark
 
@@ -22,11 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_tables_applied_one_at_a_time_give_postgresql_s_tables(spark: SparkSession, tmp_path: Path) -> None:
     lake = tmp_path / "lake"
-    spark.conf.set(PARALLEL_TABLES_SETTING, "1")
-    try:
+    with setting(spark, PARALLEL_TABLES_SETTING, "1"):
         assert main(["ingest", str(ROOT / "samples/wal2json-v2"), "--lake", str(lake)]) == 0
-    finally:
-        spark.conf.unset(PARALLEL_TABLES_SETTING)
     assert sample_lake_problems(lake) == 0
 
 
@@ -34,15 +30,7 @@ def test_tables_applied_one_at_a_time_give_postgresql_s_tables(spark: SparkSessi
 def test_a_bad_parallel_tables_setting_fails_with_one_line_before_anything_is_written(
     spark: SparkSession, tmp_path: Path, value: str
 ) -> None:
-    lake = tmp_path / "lake"
-    spark.conf.set(PARALLEL_TABLES_SETTING, value)
-    try:
-        with pytest.raises(ConfigError) as e:
-            ingest(spark, [str(ROOT / "samples/wal2json-v2/0001.json")], str(lake), "wal2json-v2")
-    finally:
-        spark.conf.unset(PARALLEL_TABLES_SETTING)
     assert (
-        str(e.value)
+        bad_setting_message(spark, tmp_path / "lake", PARALLEL_TABLES_SETTING, value)
         == f"{PARALLEL_TABLES_SETTING} is {value!r}; expected a whole number of tables, 1 or more"
     )
-    assert not lake.exists() or not any(lake.rglob("_delta_log"))
