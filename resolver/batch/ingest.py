@@ -25,6 +25,7 @@ from resolver.models import Format, IngestSummary, TableSummary
 from resolver.plan.batch_plan import BatchPlan, plan_batch
 from resolver.plan.coverage import check_covered
 from resolver.plan.schemalog import write_schema_log
+from resolver.spark.expressions import expressions_for
 from resolver.spark.parallelism import parallel_tables
 from resolver.spark.sparkschema import QUARANTINE_SCHEMA
 from resolver.spark.steps import step
@@ -83,15 +84,16 @@ def ingest_batch(
         with step(spark, "ingest", "read and count"):
             counts = batch.counts()
             open_from = batch.open_from
-        unread, refused = _quarantine(spark, lake.quarantine, batch, plan, counts["quarantined"])
-        events = plan.accepted if plan.accepted is not None else batch.events
-        with step(spark, "ingest", "bronze"):
-            lo, hi = counts.get("min_commit_lsn"), counts.get("max_commit_lsn")
-            metrics, version = write_bronze(spark, lake.bronze, events, lo, hi, batch.files)
-        accepted = metrics.get("numTargetRowsInserted", 0)
-        unseen = accepted > 0 and accepted == counts["events"]  # then no change store holds any of them
-        tables, bad = apply_planned(spark, BatchEvents(events, unseen), plan, options)
-        write_records(spark, lake.quarantine, bad, batch.format.value)
+        with expressions_for(spark, counts["events"]):  # a small batch's expressions interpreted
+            unread, refused = _quarantine(spark, lake.quarantine, batch, plan, counts["quarantined"])
+            events = plan.accepted if plan.accepted is not None else batch.events
+            with step(spark, "ingest", "bronze"):
+                lo, hi = counts.get("min_commit_lsn"), counts.get("max_commit_lsn")
+                metrics, version = write_bronze(spark, lake.bronze, events, lo, hi, batch.files)
+            accepted = metrics.get("numTargetRowsInserted", 0)
+            unseen = accepted > 0 and accepted == counts["events"]  # then no change store holds any of them
+            tables, bad = apply_planned(spark, BatchEvents(events, unseen), plan, options)
+            write_records(spark, lake.quarantine, bad, batch.format.value)
     finally:
         batch.unpersist()
     return IngestSummary(

@@ -37,6 +37,7 @@ from resolver.lake.folders import Lake, changes_path, history_path, schema_log_p
 from resolver.lake.quarantine import write_records
 from resolver.models import TableSummary
 from resolver.plan.batch_plan import BatchPlan, plan_batch, plan_changes
+from resolver.spark.expressions import expressions_for
 from resolver.table.table_steps import BatchEvents
 
 # the paths and the plan are re-exported: callers that knew them from here keep working
@@ -79,9 +80,10 @@ def apply_changes(
     """
     options = batch_options(options)
     plan = plan_batch(spark, events, Lake.at(lake), schemas, options)
-    tables, bad = apply_planned(spark, BatchEvents(events), plan, options)
-    refused = [r for r in (bad, plan.rejected) if r is not None]
-    write_records(
-        spark, plan.lake.quarantine, reduce(DataFrame.unionByName, refused) if refused else None, "events"
-    )
+    with expressions_for(spark, sum(m.events + m.skipped for m in plan.meta.values())):
+        tables, bad = apply_planned(spark, BatchEvents(events), plan, options)
+        refused = [r for r in (bad, plan.rejected) if r is not None]
+        write_records(
+            spark, plan.lake.quarantine, reduce(DataFrame.unionByName, refused) if refused else None, "events"
+        )
     return tables

@@ -23,6 +23,7 @@ from resolver.plan.metadata import batch_metadata
 from resolver.plan.rejects import unknown_reasons, unsafe_reasons
 from resolver.plan.table_plan import TablePlan
 from resolver.plan.tablemeta import TableMeta
+from resolver.spark.expressions import interpret_below
 from resolver.spark.parallelism import parallel_tables
 from resolver.spark.small_graphs import small_graph_rows
 from resolver.tablelayout import TableLayout
@@ -98,6 +99,7 @@ def plan_batch(
     from_bytes(spark)  # bad settings fail here, before anything is written
     parallel_tables(spark)
     small_graph_rows(spark)
+    interpret_below(spark)
     policies, include = options.policies, options.include
     failed: dict[str, str] | None = {} if options.isolate else None
 
