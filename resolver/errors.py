@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "InputError", "ResolverError"]
+__all__ = ["ConfigError", "InputError", "ResolverError", "whole_number_setting"]
 
 
 class ResolverError(ValueError):
@@ -15,3 +15,19 @@ class ConfigError(ResolverError):
 
 class InputError(ResolverError):
     """Input that cannot be processed at all (as opposed to single bad records, which are quarantined)."""
+
+
+def whole_number_setting(key: str, text: str | None, least: int, expected: str) -> int | None:
+    """A setting's value (``text``, None when it is not set) read as a whole number of at least ``least``;
+    otherwise a ``ConfigError`` of one line ending with ``expected`` (``"a whole number of tables, 1 or
+    more"``). The resolver's own Spark settings (``spark.resolver.*``) are read this way, first in
+    ``plan_batch``, so a bad value fails the batch before anything is written."""
+    if text is None:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = least - 1
+    if value < least:
+        raise ConfigError(f"{key} is {text!r}; expected {expected}")
+    return value

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
 
-from resolver.errors import ConfigError
+from resolver.errors import whole_number_setting
 
 __all__ = ["INTERPRETED", "INTERPRET_BELOW_EVENTS", "INTERPRET_SETTING", "expressions_for", "interpret_below"]
 
@@ -44,19 +44,9 @@ _active: dict[str, tuple[int, dict[str, str | None]]] = {}
 def interpret_below(spark: SparkSession) -> int:
     """The events below which a batch is interpreted; ``ConfigError`` (one line) for a setting that is not a
     whole number of 0 or more (``plan_batch`` asks first, before anything is written)."""
-    text = spark.conf.get(INTERPRET_SETTING, None)
-    if text is None:
-        return INTERPRET_BELOW_EVENTS
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise ConfigError(
-            f"{INTERPRET_SETTING} is {text!r}; expected a whole number of events, 0 or more "
-            "(0: every batch's expressions compiled)"
-        )
-    return value
+    expected = "a whole number of events, 0 or more (0: every batch's expressions compiled)"
+    value = whole_number_setting(INTERPRET_SETTING, spark.conf.get(INTERPRET_SETTING, None), 0, expected)
+    return INTERPRET_BELOW_EVENTS if value is None else value
 
 
 @contextmanager

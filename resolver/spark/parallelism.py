@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from resolver.errors import ConfigError
+from resolver.errors import whole_number_setting
 
 PARALLEL_TABLES_SETTING = "spark.resolver.parallelTables"
 LEAST, MOST = 4, 32
@@ -17,14 +17,5 @@ def parallel_tables(spark: SparkSession) -> int:
     """The size of the pool of table threads; ``ConfigError`` (one line) for a setting that is not a whole
     number of at least 1 (``plan_changes`` asks first, before anything is written)."""
     text = spark.conf.get(PARALLEL_TABLES_SETTING, None)
-    if text is None:
-        return min(MOST, max(LEAST, spark.sparkContext.defaultParallelism))
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ConfigError(
-            f"{PARALLEL_TABLES_SETTING} is {text!r}; expected a whole number of tables, 1 or more"
-        )
-    return value
+    value = whole_number_setting(PARALLEL_TABLES_SETTING, text, 1, "a whole number of tables, 1 or more")
+    return min(MOST, max(LEAST, spark.sparkContext.defaultParallelism)) if value is None else value

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from resolver.errors import ConfigError
+from resolver.errors import whole_number_setting
 
 __all__ = ["SMALL_GRAPH_ROWS", "SMALL_GRAPH_SETTING", "small_graph_rows"]
 
@@ -18,16 +18,6 @@ SMALL_GRAPH_ROWS = 10_000
 def small_graph_rows(spark: SparkSession) -> int:
     """The most rows of a graph solved on the driver; ``ConfigError`` (one line) for a setting that is not a
     whole number of 0 or more (``plan_changes`` asks first, before anything is written)."""
-    text = spark.conf.get(SMALL_GRAPH_SETTING, None)
-    if text is None:
-        return SMALL_GRAPH_ROWS
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise ConfigError(
-            f"{SMALL_GRAPH_SETTING} is {text!r}; expected a whole number of rows, 0 or more (0: every "
-            "key-change graph in Spark jobs)"
-        )
-    return value
+    expected = "a whole number of rows, 0 or more (0: every key-change graph in Spark jobs)"
+    value = whole_number_setting(SMALL_GRAPH_SETTING, spark.conf.get(SMALL_GRAPH_SETTING, None), 0, expected)
+    return SMALL_GRAPH_ROWS if value is None else value
