@@ -5,9 +5,10 @@ instead of compiled.
 Spark compiles every query's expressions into Java classes (whole-stage code generation), and the JVM then
 compiles those classes again to machine code. A batch runs a few dozen queries per table, each planned anew
 with the batch's own literals (LSN bounds, key ranges), so none of that code is reused, and on a small batch
-compiling it costs more than running it would. Later batches side by side in one session on 2 cores:
-100 events on each of 4 tables, 28 s compiled against 22 s interpreted; 10,000 events on each of 2 tables,
-17-19 s against 16-17 s; 60,000 events on one table, 19-21 s against 22-31 s (there compiling pays).
+compiling it costs more than running it would. Later batches on 2 cores, warm: 100 events on each of 4
+tables, 28-30 s compiled against 21-23 s interpreted (one session per mode); side by side in one session,
+10,000 events on each of 2 tables, 17-19 s against 15-17 s, and 60,000 events on one table, 19-21 s against
+22-31 s (there compiling pays).
 Interpreted is the mode Spark falls back to when compiling fails, and the mode its own test suites run in:
 the same results, row for row.
 
