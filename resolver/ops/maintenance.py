@@ -25,6 +25,7 @@ from resolver.files.hadoop_files import lake_folders
 from resolver.lake.folders import KEY_PROPERTY, inside
 from resolver.lake.lake_tables import select_tables
 from resolver.spark import sql
+from resolver.spark.session_settings import restore_settings, set_settings
 
 __all__ = ["DEFAULT_RETAIN_HOURS", "check_retention", "optimize", "vacuum"]
 
@@ -220,17 +221,11 @@ def _listing_parallelism(spark: SparkSession) -> int:
 @contextmanager
 def _session_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
     """Set session settings for the block, then put back what the session had."""
-    was = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
+    had = set_settings(spark, settings)
     try:
         yield
     finally:
-        for key, old in was.items():
-            if old is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, old)
+        restore_settings(spark, had)
 
 
 def _vacuum(spark: SparkSession, path: str, name: str, retain_hours: float, dry_run: bool) -> dict[str, Any]:

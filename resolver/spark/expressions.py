@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pyspark.sql import SparkSession
 
 from resolver.errors import whole_number_setting
+from resolver.spark.session_settings import restore_settings, set_settings
 
 __all__ = ["INTERPRETED", "INTERPRET_BELOW_EVENTS", "INTERPRET_SETTING", "expressions_for", "interpret_below"]
 
@@ -60,9 +61,7 @@ def expressions_for(spark: SparkSession, events: int) -> Iterator[bool]:
     with _lock:
         count, saved = _active.get(session, (0, {}))
         if count == 0:
-            saved = {key: spark.conf.get(key, None) for key in INTERPRETED}
-            for key, value in INTERPRETED.items():
-                spark.conf.set(key, value)
+            saved = set_settings(spark, INTERPRETED)
         _active[session] = (count + 1, saved)
     try:
         yield True
@@ -72,8 +71,4 @@ def expressions_for(spark: SparkSession, events: int) -> Iterator[bool]:
             if count > 1:
                 _active[session] = (count - 1, saved)
             else:
-                for key, value in saved.items():
-                    if value is None:
-                        spark.conf.unset(key)
-                    else:
-                        spark.conf.set(key, value)
+                restore_settings(spark, saved)

@@ -16,6 +16,7 @@ from pyspark.sql import SparkSession
 from resolver import BatchOptions, ingest
 from resolver.models import TableSummary
 from resolver.spark.expressions import INTERPRET_SETTING, INTERPRETED, expressions_for
+from resolver.spark.session_settings import restore_settings, set_settings
 from tests.samplelake import sample_lake_problems
 from tests.settings import SAMPLE, bad_setting_message, setting
 
@@ -28,14 +29,11 @@ COMPILED = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMo
 @contextmanager
 def compiled(spark: SparkSession) -> Iterator[SparkSession]:
     """The session with Spark's default settings inside the block; the tests' own values back after it."""
-    before = {key: spark.conf.get(key, None) for key in COMPILED}
-    for key, value in COMPILED.items():
-        spark.conf.set(key, value)
+    had = set_settings(spark, COMPILED)
     try:
         yield spark
     finally:
-        for key, value in before.items():
-            spark.conf.set(key, value) if value is not None else spark.conf.unset(key)
+        restore_settings(spark, had)
 
 
 def _modes(spark: SparkSession) -> dict[str, str | None]:
