@@ -8,9 +8,11 @@ in chunks of its heap by ``ctid`` ranges and written into files of about ``file_
   and each range is one sequential read.
 - **Processes**: a table of more than one chunk is copied by ``processes`` worker processes at once
   (``python -m resolver.capture.copy`` children), each on a connection of its own that imports the exported
-  snapshot (``SET TRANSACTION SNAPSHOT``), so they all read the database as of the same point. The copy is
-  bound by rendering each row as wal2json prints it (Python), which is why the workers are processes, not
-  threads. A table of one chunk is copied here.
+  snapshot (``SET TRANSACTION SNAPSHOT``), so they all read the database as of the same point. A table of
+  one chunk is copied here.
+- **Lines**: PostgreSQL prints each row's ``I`` line (``resolver.capture.records.insert_query``) and sends it
+  through ``COPY ... TO STDOUT`` in CSV with a quote and a delimiter no line holds (a JSON text escapes
+  every control character), so each line arrives as it is; the copy only moves bytes into files.
 - **Files**: ``<prefix>-<chunk>-<part>.json``; the transaction's ``B`` opens the first chunk's first file,
   its ``C`` closes the last chunk's last file; the files between lie wholly inside it, as a reader stitches
   them back together (``resolver.batch.stitch``), and each is read by a task of its own.
@@ -26,7 +28,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +35,7 @@ from resolver.capture.landing import Landing, landing_at
 from resolver.capture.records import (
     SnapshotColumn,
     SnapshotTable,
-    insert_lines,
+    insert_query,
     transaction_end,
     transaction_head,
 )
@@ -43,10 +44,12 @@ from resolver.capture.source import SESSION_SETTINGS
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["Chunk", "TableCopy", "copy_chunk", "copy_table", "in_snapshot", "write_parts"]
+__all__ = ["Chunk", "TableCopy", "copy_chunk", "copy_table", "in_snapshot"]
 
 _BLOCK_BYTES = 8192  # PostgreSQL's default block size; only used to size chunks
-_FETCH_ROWS = 5000  # rows per round trip of a chunk's cursor
+_BUFFER_BYTES = 1 << 20  # bytes of lines gathered from the copy before they are written
+#: COPY's CSV with a quote and a delimiter that no line holds: every line is sent as it is
+_COPY_OPTIONS = "(FORMAT csv, QUOTE E'\\x01', DELIMITER E'\\x02', ENCODING 'UTF8')"
 
 
 @dataclass(frozen=True)
@@ -143,19 +146,18 @@ def copy_chunk(copy: TableCopy, chunk: Chunk) -> tuple[int, list[str]]:
     and files (in a worker process, or here)."""
     import psycopg
 
-    table = copy.table
+    parts = _Parts(landing_at(copy.landing), f"{copy.prefix}-{chunk.index:05d}", copy.file_bytes)
+    if chunk.first:
+        truncated = [copy.table] if copy.truncate else []
+        parts.write(
+            "".join(f"{line}\n" for line in transaction_head(copy.lsn, copy.taken, truncated=truncated))
+        )
     with psycopg.connect(copy.dsn) as conn:
         in_snapshot(conn, copy.snapshot)
-        counted = [0]
-        rows = _rows(conn, table, chunk, counted)
-        lines = _lines(copy, chunk, insert_lines(((table, r) for r in rows), copy.lsn, copy.taken))
-        files = write_parts(
-            landing_at(copy.landing),
-            lambda k: f"{copy.prefix}-{chunk.index:05d}-{k:04d}.json",
-            lines,
-            copy.file_bytes,
-        )
-    return counted[0], files
+        rows = _copy_rows(conn, copy, chunk, parts)
+    if chunk.last:
+        parts.write(transaction_end(copy.lsn, copy.taken) + "\n")
+    return rows, parts.close()
 
 
 def in_snapshot(conn: psycopg.Connection[Any], snapshot: str) -> None:
@@ -170,29 +172,38 @@ def in_snapshot(conn: psycopg.Connection[Any], snapshot: str) -> None:
         conn.execute(f"SET {setting} = '{value}'".encode())
 
 
-def write_parts(landing: Landing, name: Callable[[int], str], lines: Iterator[str], limit: int) -> list[str]:
-    """Lines into files of about ``limit`` bytes each (``name(k)`` for the k-th), cut between lines, each
-    durable once this returns; the names in order."""
-    names: list[str] = []
-    part, size = landing.open_part(name(0)), 0
-    for line in lines:
-        if size >= limit:
-            names.append(name(len(names)))
-            part.publish(names[-1])
-            part, size = landing.open_part(name(len(names))), 0
-        part.out.write(line + "\n")
-        size += len(line) + 1
-    names.append(name(len(names)))
-    part.publish(names[-1])
-    return names
+class _Parts:
+    """Lines into files of about ``limit`` bytes each (``<prefix>-<k>.json`` for the k-th, from 0), cut
+    between lines, each durable once it is published."""
 
+    def __init__(self, landing: Landing, prefix: str, limit: int) -> None:
+        self.landing, self.prefix, self.limit = landing, prefix, limit
+        self.names: list[str] = []
+        self.part, self.size = landing.open_part(self._name()), 0
 
-def _lines(copy: TableCopy, chunk: Chunk, inserts: Iterator[str]) -> Iterator[str]:
-    if chunk.first:
-        yield from transaction_head(copy.lsn, copy.taken, truncated=[copy.table] if copy.truncate else [])
-    yield from inserts
-    if chunk.last:
-        yield transaction_end(copy.lsn, copy.taken)
+    def _name(self) -> str:
+        return f"{self.prefix}-{len(self.names):04d}.json"
+
+    def write(self, lines: str) -> None:
+        """Whole lines (``lines`` ends with a newline); a file ends at the first line end at or past the
+        limit."""
+        while lines:
+            if self.size >= self.limit:
+                self.names.append(self._name())
+                self.part.publish(self.names[-1])
+                self.part, self.size = self.landing.open_part(self._name()), 0
+            end = len(lines)
+            if self.size + end > self.limit:
+                end = lines.index("\n", max(0, self.limit - self.size - 1)) + 1
+            self.part.out.write(lines[:end])
+            self.size += end
+            lines = lines[end:]
+
+    def close(self) -> list[str]:
+        """Publish the last file; the names in order."""
+        self.names.append(self._name())
+        self.part.publish(self.names[-1])
+        return self.names
 
 
 def _blocks(conn: psycopg.Connection[Any], table: SnapshotTable) -> int:
@@ -215,29 +226,34 @@ def _chunks(blocks: int, file_bytes: int) -> list[Chunk]:
     ]
 
 
-def _rows(
-    conn: psycopg.Connection[Any], table: SnapshotTable, chunk: Chunk, counted: list[int]
-) -> Iterator[Sequence[str | None]]:
-    """The chunk's rows as output texts, in ``ctid`` order, through a server-side cursor; ``counted``
-    holds how many so far."""
+def _copy_rows(conn: psycopg.Connection[Any], copy: TableCopy, chunk: Chunk, parts: _Parts) -> int:
+    """The chunk's ``I`` lines, in ``ctid`` order, into ``parts``; how many."""
     from psycopg import sql
 
-    values = sql.SQL(", ").join(sql.SQL("{}::text").format(sql.Identifier(c.name)) for c in table.columns)
     where = sql.SQL("ctid >= {}::tid").format(sql.Literal(f"({chunk.start},0)"))
     if chunk.end is not None:
         where = sql.SQL("{} AND ctid < {}::tid").format(where, sql.Literal(f"({chunk.end},0)"))
-    query = sql.SQL("SELECT {} FROM ONLY {}.{} WHERE {} ORDER BY ctid").format(
-        values, sql.Identifier(table.schema), sql.Identifier(table.name), where
-    )
-    parent = os.getppid()
-    with conn.cursor(name=f"chunk_{chunk.index}") as cursor:
-        cursor.itersize = _FETCH_ROWS
-        cursor.execute(query)
-        for row in cursor:
-            counted[0] += 1
-            if counted[0] % _FETCH_ROWS == 0 and os.getppid() != parent:
-                raise SystemExit("the capture that started this copy is gone")  # killed: stop with it
-            yield tuple(row)
+    query = insert_query(copy.table, copy.lsn, copy.taken, where)
+    parent, rows, held, size = os.getppid(), 0, [], 0
+    with (
+        conn.cursor() as cursor,
+        cursor.copy(sql.SQL("COPY ({}) TO STDOUT " + _COPY_OPTIONS).format(query)) as out,
+    ):
+        for block in out:
+            held.append(bytes(block))
+            size += len(block)
+            if size >= _BUFFER_BYTES:
+                data = b"".join(held)
+                end = data.rindex(b"\n") + 1
+                held, size = [data[end:]], len(data) - end
+                rows += data.count(b"\n", 0, end)
+                parts.write(data[:end].decode("utf-8"))
+                if os.getppid() != parent:
+                    raise SystemExit("the capture that started this copy is gone")  # killed: stop with it
+    data = b"".join(held)
+    rows += data.count(b"\n")
+    parts.write(data.decode("utf-8"))
+    return rows
 
 
 if __name__ == "__main__":  # a worker of _in_processes: one chunk, its job on stdin

@@ -3,20 +3,23 @@ carried had each row been inserted at the snapshot's point: one transaction (``B
 whose commit LSN is the slot's consistent point, so the rows a snapshot copies and the changes the slot
 streams after it are one stream, read by the same reader (``resolver capture``, docs/capture.md).
 
-A value is printed the way wal2json prints it (``../shared/reference/wal2json_spec.md`` section 5): the
-output text of the column's type, in a session with the README's settings (ISO dates, UTC, hex bytea,
-``extra_float_digits=1``); int2, int4, int8, oid, float4, float8 and numeric as an unquoted JSON number
-(NaN and ±Infinity as ``null``), bool as ``true``/``false``, bytea as its hex digits without ``\\x``,
-everything else (domains included) as a JSON string. The reader then types them exactly as it types
-streamed values. No Spark, no database.
+The ``I`` lines are printed by PostgreSQL itself (``insert_query``: a query of one text column, the line,
+for ``COPY ... TO STDOUT``), so the copy moves bytes and never handles a row. A value is printed the way
+wal2json prints it (``../shared/reference/wal2json_spec.md`` section 5): the output text of the column's
+type, in a session with the README's settings (ISO dates, UTC, hex bytea, ``extra_float_digits=1``); int2,
+int4, int8, oid, float4, float8 and numeric as an unquoted JSON number (NaN and ±Infinity as ``null``), bool
+as ``true``/``false``, bytea as its hex digits without ``\\x``, everything else (domains included) as a JSON
+string (``to_json`` of the text). The reader then types them exactly as it types streamed values. The
+``B``, ``T`` and ``C`` lines are printed here. No Spark, no connection.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+
+from psycopg import sql
 
 from resolver.lsn import format_lsn
 
@@ -24,16 +27,15 @@ __all__ = [
     "NUMBER_TYPES",
     "SnapshotColumn",
     "SnapshotTable",
-    "insert_lines",
+    "insert_query",
     "transaction_end",
     "transaction_head",
-    "value_json",
 ]
 
 #: base types wal2json prints as JSON numbers (by type OID: a domain over them is printed as a string)
 NUMBER_TYPES = frozenset({"int2", "int4", "int8", "oid", "float4", "float8", "numeric"})
-_SPECIAL_NUMBERS = frozenset({"NaN", "Infinity", "-Infinity"})
-_DIGITS = re.compile(r"[-+0-9.eE]+")
+#: the number types with NaN and ±Infinity, which wal2json prints as ``null``
+_SPECIAL_TYPES = frozenset({"float4", "float8", "numeric"})
 
 
 @dataclass(frozen=True)
@@ -45,9 +47,23 @@ class SnapshotColumn:
     type: str
     typname: str
 
-    def value(self, text: str | None) -> str:
-        """The JSON text wal2json prints for this column's output text (``None`` is SQL NULL)."""
-        return value_json(text, self.typname)
+    def value_sql(self) -> sql.Composable:
+        """The SQL expression of the JSON text wal2json prints for this column's value (never NULL)."""
+        column = sql.Identifier(self.name)
+        if self.typname in _SPECIAL_TYPES:
+            text = sql.SQL(
+                "CASE WHEN {c}::text IN ('NaN', 'Infinity', '-Infinity') THEN NULL ELSE {c}::text END"
+            )
+            value = text.format(c=column)
+        elif self.typname in NUMBER_TYPES:
+            value = sql.SQL("{}::text").format(column)
+        elif self.typname == "bool":
+            value = sql.SQL("CASE WHEN {c} THEN 'true' WHEN NOT {c} THEN 'false' END").format(c=column)
+        elif self.typname == "bytea":  # wal2json prints the hex digits only
+            value = sql.SQL("to_json(encode({}, 'hex'))::text").format(column)
+        else:
+            value = sql.SQL("to_json({}::text)::text").format(column)
+        return sql.SQL("coalesce({}, 'null')").format(value)
 
 
 @dataclass(frozen=True)
@@ -64,22 +80,23 @@ class SnapshotTable:
         return f"{self.schema}.{self.name}"
 
 
-def value_json(text: str | None, typname: str) -> str:
-    """A column's output text as wal2json format 2 prints it, as JSON text: a number with PostgreSQL's own
-    digits (``3.540``, 20-digit integers), ``true``/``false``, ``null`` or a string."""
-    if text is None:
-        return "null"
-    if typname in NUMBER_TYPES:
-        if text in _SPECIAL_NUMBERS:
-            return "null"
-        if not _DIGITS.fullmatch(text):
-            raise ValueError(f"a {typname} printed {text!r}: expected digits, sign, point and exponent only")
-        return text
-    if typname == "bool":
-        return "true" if text in ("t", "true") else "false"  # bool's output text, or its cast to text
-    if typname == "bytea":
-        return _dumps(text.removeprefix("\\x"))  # wal2json prints the hex digits only
-    return _dumps(text)
+def insert_query(
+    table: SnapshotTable, lsn: int, taken: str, where: sql.Composable, xid: int = 0
+) -> sql.Composed:
+    """A query of the ``I`` line of each of the table's rows that ``where`` selects, in ``ctid`` order: one
+    text column, for ``COPY (...) TO STDOUT``."""
+    head = _dumps(
+        {"action": "I", "xid": xid, "timestamp": taken, "lsn": format_lsn(lsn), "schema": table.schema}
+    )
+    pieces: list[sql.Composable] = [sql.Literal(f'{head[:-1]},"table":{_dumps(table.name)},"columns":[')]
+    for i, column in enumerate(table.columns):
+        name = f'{"," if i else ""}{{"name":{_dumps(column.name)},"type":{_dumps(column.type)},"value":'
+        pieces += [sql.Literal(name), column.value_sql(), sql.Literal("}")]
+    pk = _dumps([{"name": c.name, "type": c.type} for c in table.primary_key])
+    pieces.append(sql.Literal(f'],"pk":{pk}}}'))
+    return sql.SQL("SELECT {} FROM ONLY {}.{} WHERE {} ORDER BY ctid").format(
+        sql.SQL(" || ").join(pieces), sql.Identifier(table.schema), sql.Identifier(table.name), where
+    )
 
 
 def transaction_head(
@@ -91,21 +108,6 @@ def transaction_head(
     for table in truncated:
         truncate = {"action": "T", "xid": xid, "timestamp": taken, "lsn": point, "schema": table.schema}
         yield _dumps({**truncate, "table": table.name})
-
-
-def insert_lines(
-    rows: Iterable[tuple[SnapshotTable, Sequence[str | None]]], lsn: int, taken: str, xid: int = 0
-) -> Iterator[str]:
-    """An ``I`` line per row of (table, output texts in column order)."""
-    point = format_lsn(lsn)
-    for table, values in rows:
-        head = _dumps({"action": "I", "xid": xid, "timestamp": taken, "lsn": point, "schema": table.schema})
-        columns = ",".join(
-            f'{{"name":{_dumps(c.name)},"type":{_dumps(c.type)},"value":{c.value(v)}}}'
-            for c, v in zip(table.columns, values, strict=True)
-        )
-        pk = _dumps([{"name": c.name, "type": c.type} for c in table.primary_key])
-        yield f'{head[:-1]},"table":{_dumps(table.name)},"columns":[{columns}],"pk":{pk}}}'
 
 
 def transaction_end(lsn: int, taken: str, xid: int = 0) -> str:
