@@ -1,14 +1,18 @@
-"""How a batch's Spark expressions run (``expressions_for``): a batch of fewer events than the setting
-``spark.resolver.interpretBelowEvents`` (default 10,000; 0: never) runs with Spark's expressions interpreted
-instead of compiled.
+"""How a batch's Spark expressions run (``expressions_for``): with the setting
+``spark.resolver.interpretBelowEvents`` at N (default 0: never), a batch of fewer than N events runs with
+Spark's expressions interpreted instead of compiled.
 
 Spark compiles every query's expressions into Java classes (whole-stage code generation), and the JVM then
 compiles those classes again to machine code. A batch runs a few dozen queries per table, each planned anew
 with the batch's own literals (LSN bounds, key ranges), so none of that code is reused, and on a small batch
-compiling it costs more than running it would. Later batches on 2 cores, warm: 100 events on each of 4
-tables, 28-30 s compiled against 21-23 s interpreted (one session per mode); side by side in one session,
-10,000 events on each of 2 tables, 17-19 s against 15-17 s, and 60,000 events on one table, 19-21 s against
-22-31 s (there compiling pays).
+into small tables compiling it costs more than running it would. Later batches on 2 cores, warm: 100 events
+on each of 4 tables, 28-30 s compiled against 21-23 s interpreted (one session per mode); side by side in
+one session, 10,000 events on each of 2 tables, 17-19 s against 15-17 s, and 60,000 events on one table,
+19-21 s against 22-31 s (there compiling pays).
+It is off by default because a small batch into a large table pays for it: a MERGE that rewrites a file
+copies every row of it, and copying runs about three times slower interpreted (bench G2, 1,000 events into
+a 1,000,000-row history: the batch 33.5 s interpreted against 18.2 s compiled, its history MERGE's
+rewrite 21.5 s against 7.1 s). Turn it on where both the batches and the tables they write are small.
 Interpreted is the mode Spark falls back to when compiling fails, and the mode its own test suites run in:
 the same results, row for row.
 
@@ -31,7 +35,7 @@ from resolver.spark.session_settings import restore_settings, set_settings
 __all__ = ["INTERPRETED", "INTERPRET_BELOW_EVENTS", "INTERPRET_SETTING", "expressions_for", "interpret_below"]
 
 INTERPRET_SETTING = "spark.resolver.interpretBelowEvents"
-INTERPRET_BELOW_EVENTS = 10_000
+INTERPRET_BELOW_EVENTS = 0  # off: see the module's docstring
 #: Spark's settings for interpreted expressions: no whole-stage code, no compiled projections or predicates
 INTERPRETED = {
     "spark.sql.codegen.wholeStage": "false",

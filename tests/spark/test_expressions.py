@@ -1,6 +1,6 @@
 """A small batch's expressions interpreted (``resolver.spark.expressions``, the setting
-``spark.resolver.interpretBelowEvents``): the sample stream's batch (below the default) runs interpreted and
-the session gets its own settings back after it; with the setting at 0 it runs compiled; both give
+``spark.resolver.interpretBelowEvents``): with the setting at 10,000 the sample stream's batch runs
+interpreted and the session gets its own settings back after it; by default (0) it runs compiled; both give
 PostgreSQL's tables; overlapping batches on one session give the settings back when the last ends; a bad
 setting fails before anything is written, in one line."""
 
@@ -55,15 +55,16 @@ def _ingest_seeing_modes(spark: SparkSession, lake: Path) -> list[dict[str, str 
 def test_a_small_batch_runs_interpreted_and_gives_the_session_its_settings_back(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    with compiled(spark):
+    with compiled(spark), setting(spark, INTERPRET_SETTING, "10000"):
         seen = _ingest_seeing_modes(spark, tmp_path / "lake")
         assert seen == [INTERPRETED] * 3
         assert _modes(spark) == COMPILED
     assert sample_lake_problems(tmp_path / "lake") == 0
 
 
-def test_with_the_setting_at_zero_a_batch_runs_compiled(spark: SparkSession, tmp_path: Path) -> None:
-    with compiled(spark), setting(spark, INTERPRET_SETTING, "0"):
+def test_by_default_a_batch_runs_compiled(spark: SparkSession, tmp_path: Path) -> None:
+    assert spark.conf.get(INTERPRET_SETTING, None) is None
+    with compiled(spark):
         seen = _ingest_seeing_modes(spark, tmp_path / "lake")
         assert seen == [COMPILED] * 3
         assert _modes(spark) == COMPILED
@@ -71,7 +72,7 @@ def test_with_the_setting_at_zero_a_batch_runs_compiled(spark: SparkSession, tmp
 
 
 def test_overlapping_batches_give_the_settings_back_when_the_last_ends(spark: SparkSession) -> None:
-    with compiled(spark):
+    with compiled(spark), setting(spark, INTERPRET_SETTING, "10000"):
         with expressions_for(spark, 10) as first:
             with expressions_for(spark, 10) as second:
                 assert first and second and _modes(spark) == INTERPRETED
