@@ -10,7 +10,8 @@ type, in a session with the README's settings (ISO dates, UTC, hex bytea, ``extr
 int4, int8, oid, float4, float8 and numeric as an unquoted JSON number (NaN and ±Infinity as ``null``), bool
 as ``true``/``false``, bytea as its hex digits without ``\\x``, everything else (domains included) as a JSON
 string (``to_json`` of the text). The reader then types them exactly as it types streamed values. The
-``B``, ``T`` and ``C`` lines are printed here. No Spark, no connection.
+``B``, ``T`` and ``C`` lines are printed here. No Spark, no connection; psycopg's ``sql`` only when
+a query is built.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-
-from psycopg import sql
+from typing import TYPE_CHECKING
 
 from resolver.lsn import format_lsn
+
+if TYPE_CHECKING:
+    from psycopg import sql
 
 __all__ = [
     "NUMBER_TYPES",
@@ -49,6 +52,8 @@ class SnapshotColumn:
 
     def value_sql(self) -> sql.Composable:
         """The SQL expression of the JSON text wal2json prints for this column's value (never NULL)."""
+        from psycopg import sql
+
         column = sql.Identifier(self.name)
         if self.typname in _SPECIAL_TYPES:
             text = sql.SQL(
@@ -85,6 +90,8 @@ def insert_query(
 ) -> sql.Composed:
     """A query of the ``I`` line of each of the table's rows that ``where`` selects, in ``ctid`` order: one
     text column, for ``COPY (...) TO STDOUT``."""
+    from psycopg import sql
+
     head = _dumps(
         {"action": "I", "xid": xid, "timestamp": taken, "lsn": format_lsn(lsn), "schema": table.schema}
     )
