@@ -3,7 +3,8 @@
 task through ``resolver.formats.wal2json`` (validation needs the JSON Schemas, which is Python work, so this
 is a ``mapInArrow``, not a per-row UDF); nothing is collected to the driver. Local files (plain paths, on a
 machine whose Spark default file system is the local one) are opened and streamed by the task itself, so a
-file of any size is fine. Files named by URIs (``s3a://``, ``abfss://``, ``gs://``, ``hdfs://``,
+file of any size is fine; a large format-2 file is read in line-aligned pieces, a task each
+(``resolver.batch.pieces``). Files named by URIs (``s3a://``, ``abfss://``, ``gs://``, ``hdfs://``,
 ``dbfs:/``, ``file:/``) are read through Spark's Hadoop file systems with the session's configuration and
 credentials (``resolver.files.hadoop_files``): Spark's ``binaryFile`` source hands each file to a task as one
 value, which bounds one file at 2 GiB and needs about three times its size in the executor's memory.
@@ -19,8 +20,8 @@ from __future__ import annotations
 import gc
 import io
 import re
-from collections.abc import Iterator, Sequence
-from typing import Any, BinaryIO
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 from pyspark import StorageLevel
@@ -28,6 +29,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from resolver.batch.pieces import Piece, piece_bytes, pieces_of
 from resolver.batch.stitch import stitch, summarize
 from resolver.files.hadoop_files import input_of
 from resolver.files.input_files import LOCAL
@@ -56,10 +58,12 @@ _BATCH_ROWS = 4096
 _COUNTERS = ("transactions", "messages", "tombstones", "fragment")
 
 
-def _rows_of(fh: BinaryIO, path: str, index: int, fmt: Format) -> Iterator[dict[str, Any]]:
-    """One file's parsed rows, read from ``fh`` line by line."""
+def _rows_of(
+    lines: Iterable[bytes], path: str, index: int, fmt: Format, first_line: int = 1
+) -> Iterator[dict[str, Any]]:
+    """One file's (or piece's: ``index``) parsed rows, read line by line; its first line is ``first_line``."""
     counts: dict[str, int] = {}
-    for item in read_lines(fh, path, fmt):
+    for item in read_lines(lines, path, fmt, first_line):
         if isinstance(item, Event):
             row = item.row  # ours to extend: no copy per event
             row["kind"], row["file_index"] = "event", index
@@ -112,15 +116,17 @@ def _as_batches(rows: Iterator[dict[str, Any]]) -> Iterator[pa.RecordBatch]:
             gc.enable()
 
 
-def _parse_files(files: list[str], fmt: Format) -> Any:
-    """What each Spark task runs for local files: file indexes in, parsed rows (Arrow batches) out; each
-    file is opened and streamed by the task (no size bound)."""
+def _parse_files(files: list[str], pieces: list[Piece], fmt: Format) -> Any:
+    """What each Spark task runs for local files: piece indexes in (``resolver.batch.pieces``), parsed rows
+    (Arrow batches) out, under the piece's index; each piece is read from its file by the task (no size
+    bound)."""
 
     def rows(batches: Iterator[pa.RecordBatch]) -> Iterator[dict[str, Any]]:
         for batch in batches:
             for index in batch.column(0).to_pylist():
-                with open(files[index], "rb") as fh:
-                    yield from _rows_of(fh, files[index], index, fmt)
+                piece = pieces[index]
+                with open(files[piece.file], "rb") as fh:
+                    yield from _rows_of(piece.lines(fh), files[piece.file], index, fmt, piece.first_line)
 
     return lambda batches: _as_batches(rows(batches))
 
@@ -156,8 +162,11 @@ class ParsedBatch:
         fmt: Format,
         parsed: DataFrame,
         window: ReadWindow = CLOSED,
+        pieces: list[Piece] | None = None,
     ) -> None:
         self.files, self.format, self.parsed, self.window = files, fmt, parsed, window
+        # what the parse read under each index (``file_index``): a piece of a file, or each file whole
+        self.pieces = pieces if pieces is not None else [Piece(i) for i in range(len(files))]
         self._counts: dict[str, int] | None = None
         self._stitching: Stitching | None = None
         self._stitched_pair: tuple[DataFrame, DataFrame] | None = None
@@ -193,7 +202,7 @@ class ParsedBatch:
                 out["min_commit_lsn"] = int(min(lo for lo, _ in bounds))
                 out["max_commit_lsn"] = int(max(hi for _, hi in bounds))
             if out["fragment"]:  # one small aggregate over the fragments: one row per file and role
-                self._stitching = plan_stitching(summarize(self.parsed), len(self.files), self.window)
+                self._stitching = plan_stitching(summarize(self.parsed), len(self.pieces), self.window)
                 for counter in ("events", "quarantined", "transactions", "messages"):
                     out[counter] += getattr(self._stitching, counter)
             self._counts = out
@@ -226,7 +235,7 @@ class ParsedBatch:
         is in a file that has not landed yet), or None. A stream read in pieces reads again from there."""
         self.counts()
         at = self._stitching.open_from if self._stitching is not None else None
-        return self.files[at] if at is not None else None
+        return self.files[self.pieces[at].file] if at is not None else None
 
     def _stitched(self) -> tuple[DataFrame, DataFrame]:
         """The events of the transactions cut by file boundaries (and of files without framing), and the
@@ -271,17 +280,19 @@ def read_wal2json(
         batch.unpersist()
     """
     fs, files, fmt = input_of(spark, paths, fmt)
+    pieces = None
     if fs is LOCAL:
-        n = len(files)
+        pieces = pieces_of(files, fmt, piece_bytes(spark))
+        n = len(pieces)
         slices = max(1, min(n, spark.sparkContext.defaultParallelism * 4))
         index = spark.range(0, n, 1, slices).select(F.col("id").cast("int").alias("file_index"))
-        parsed = index.mapInArrow(_parse_files(files, fmt), _PARSED_SCHEMA)
+        parsed = index.mapInArrow(_parse_files(files, pieces, fmt), _PARSED_SCHEMA)
     else:
         # paths are globs to Spark's file sources: their glob characters are escaped
         literal = [re.sub(r"([\\{}\[\]*?])", r"\\\1", f) for f in files]
         contents = spark.read.format("binaryFile").load(literal).select("path", "content")
         parsed = contents.mapInArrow(_parse_contents(files, fmt), _PARSED_SCHEMA)
-    return ParsedBatch(files, fmt, parsed.persist(StorageLevel.MEMORY_AND_DISK), window)
+    return ParsedBatch(files, fmt, parsed.persist(StorageLevel.MEMORY_AND_DISK), window, pieces)
 
 
 def _event_cols() -> list[Column]:

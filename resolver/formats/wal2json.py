@@ -61,11 +61,13 @@ __all__ = [
 
 
 def read_lines(
-    lines: Iterable[bytes], source_file: str, fmt: Format
+    lines: Iterable[bytes], source_file: str, fmt: Format, first_line: int = 1
 ) -> Iterator[Event | Quarantined | Fragment | Count]:
     """Read one file's lines (bytes, with or without line ends) as one stream of ``fmt`` (wal2json, or
-    Debezium through ``resolver.formats.debezium``)."""
-    numbered = _decode(lines)
+    Debezium through ``resolver.formats.debezium``). ``first_line``: the number of the first line, when
+    ``lines`` is a piece of a format-2 file that begins further in (``resolver.batch.pieces``): a piece is
+    read as a file of its own, and a transaction it cuts becomes fragments, stitched as across files."""
+    numbered = _decode(lines, first_line)
     if fmt is Format.DEBEZIUM_JSON:
         yield from read_debezium(numbered, source_file)
     elif fmt is Format.WAL2JSON_V1:
@@ -74,9 +76,9 @@ def read_lines(
         yield from read_v2(numbered, source_file)
 
 
-def _decode(lines: Iterable[bytes]) -> Iterator[tuple[int, str, bytes | None]]:
-    """(line number, text, raw bytes when not UTF-8) for each non-blank line."""
-    for n, b in enumerate(lines, 1):
+def _decode(lines: Iterable[bytes], first: int = 1) -> Iterator[tuple[int, str, bytes | None]]:
+    """(line number, text, raw bytes when not UTF-8) for each non-blank line; the first is line ``first``."""
+    for n, b in enumerate(lines, first):
         b = b.rstrip(b"\r\n")
         if not b.strip():
             continue

@@ -39,6 +39,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from resolver.batch.pieces import pieces_of
 from resolver.batch.read import _parse_files
 from resolver.formats.wal2json import Count, Event, Fragment, Quarantined, detect_format, read_lines
 from resolver.models import Format
@@ -298,9 +299,11 @@ def unaccounted(data: bytes, items: list[Any], fmt: Format) -> list[str]:
 
 
 def task_rows(path: Path, fmt: Format) -> int:
-    """The rows a Spark task makes of one file (``resolver.batch.read``'s task function, called directly)."""
-    run = _parse_files([str(path)], fmt)
-    index = pa.RecordBatch.from_pydict({"file_index": pa.array([0], pa.int32())})
+    """The rows a Spark task makes of one file (``resolver.batch.read``'s task function, called directly), the
+    file read in pieces of 1 KiB where its format allows (``resolver.batch.pieces``)."""
+    pieces = pieces_of([str(path)], fmt, 1024)
+    run = _parse_files([str(path)], pieces, fmt)
+    index = pa.RecordBatch.from_pydict({"file_index": pa.array(range(len(pieces)), pa.int32())})
     return sum(batch.num_rows for batch in run(iter([index])))
 
 
