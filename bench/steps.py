@@ -4,6 +4,7 @@ the jobs of each step (``resolver.spark.steps``: the description every job of a 
     python -m bench.steps                                  # samples/seed000: batches 1, 2, 3, batch 1 again
     python -m bench.steps landing/0001.json landing/0002.json
     python -m bench.steps --tables 20          # three batches of 100 events on each of 20 tables (G9's)
+    python -m bench.steps --jobs --cpu         # also every job's seconds, and the JVM's CPU by thread group
  Jobs and seconds are summed over the batch's tables (a step that runs no job is listed when it takes
 0.05 s or more); jobs no step claims (Delta's log replays on a thread between steps,
 Spark's own) are counted under ``(no step)``. The first batch also pays for the session's warm-up.
@@ -19,6 +20,7 @@ import re
 import tempfile
 import time
 
+from bench.jvm_cpu import JvmCpu, driver_pid
 from resolver import ingest, local_session
 from resolver.spark.steps import DESCRIPTION
 
@@ -47,11 +49,12 @@ def step_of(description: str) -> str:
 
 def job_descriptions(spark) -> dict[int, str]:  # type: ignore[no-untyped-def]
     """Every job the status store holds: id -> description (``(no step)`` when it has none)."""
-    return {i: d for i, (d, _, _) in jobs_of(spark).items()}
+    return {i: d for i, (d, *_) in jobs_of(spark).items()}
 
 
-def jobs_of(spark) -> dict[int, tuple[str, str, int]]:  # type: ignore[no-untyped-def]
-    """Every job the status store holds: id -> (description or ``(no step)``, call site, stage count)."""
+def jobs_of(spark) -> dict[int, tuple[str, str, int, float]]:  # type: ignore[no-untyped-def]
+    """Every job the status store holds: id -> (description or ``(no step)``, call site, stage count,
+    seconds from submission to completion)."""
     sc = spark.sparkContext
     sc._jsc.sc().listenerBus().waitUntilEmpty()  # noqa: SLF001
     out = {}
@@ -60,7 +63,10 @@ def jobs_of(spark) -> dict[int, tuple[str, str, int]]:  # type: ignore[no-untype
         job = it.next()
         described = job.description()
         text = str(described.get()) if described.isDefined() else "(no step)"
-        out[int(job.jobId())] = (text, str(job.name()), int(job.stageIds().size()))
+        seconds = 0.0
+        if job.submissionTime().isDefined() and job.completionTime().isDefined():
+            seconds = (job.completionTime().get().getTime() - job.submissionTime().get().getTime()) / 1000
+        out[int(job.jobId())] = (text, str(job.name()), int(job.stageIds().size()), seconds)
     return out
 
 
@@ -79,8 +85,13 @@ class StepTimes(logging.Handler):
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.steps", description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="*", help="files to ingest, one batch each (default: samples/seed000)")
-    parser.add_argument("--jobs", action="store_true", help="also list every job: step, call site, stages")
+    parser.add_argument(
+        "--jobs", action="store_true", help="also list every job: seconds, step, call site, stages"
+    )
     parser.add_argument("--tables", type=int, help="instead of files: 3 batches of 100 events on N tables")
+    parser.add_argument(
+        "--cpu", action="store_true", help="also the driver JVM's CPU seconds by thread group (Linux's /proc)"
+    )
     args = parser.parse_args(argv)
     spark = local_session("bench-steps", spark__ui__retainedJobs="1000000")
     assert spark.sparkContext.getLocalProperty(DESCRIPTION) is None
@@ -89,16 +100,20 @@ def main(argv: list[str] | None = None) -> int:
     steps_log = logging.getLogger("resolver.spark.steps")
     steps_log.addHandler(times)
     steps_log.setLevel(logging.DEBUG)
+    cpu = JvmCpu(driver_pid(spark)) if args.cpu else None
     with tempfile.TemporaryDirectory(prefix="bench-steps-") as tmp:
         lake = os.path.join(tmp, "lake")
         files = _many_tables(args.tables, tmp) if args.tables else args.files or SEED000
         for path in files:
             times.seconds.clear()
+            cpu_before = cpu.read() if cpu else {}
+            python_before = os.times()
             start = time.perf_counter()
             summary = ingest(spark, [path], lake, None)
             seconds = time.perf_counter() - start
+            python_after = os.times()
             listed = {i: j for i, j in jobs_of(spark).items() if i not in seen}
-            jobs = {i: d for i, (d, _, _) in listed.items()}
+            jobs = {i: d for i, (d, *_) in listed.items()}
             seen.update(jobs)
             steps = collections.Counter(step_of(d) for d in jobs.values())
             tables = len(summary.tables)
@@ -109,10 +124,18 @@ def main(argv: list[str] | None = None) -> int:
                 if steps[name] or times.seconds[name] >= 0.05:
                     took = f"{times.seconds[name]:6.2f} s" if name in times.seconds else " " * 8
                     print(f"  {steps[name]:4d}  {took}  {name}")
+            if cpu:
+                spent = cpu.since(cpu_before)
+                python = python_after.user + python_after.system - python_before.user - python_before.system
+                jvm = sum(spent.values())
+                print(f"  CPU: the JVM {jvm:.1f} s, Python {python:.1f} s, wall clock {seconds:.1f} s")
+                for group, used in spent.items():
+                    print(f"  {used:10.2f} s  {group}")
             if args.jobs:
-                for i, (described, site, stages) in sorted(listed.items()):
+                for i, (described, site, stages, took) in sorted(listed.items()):
                     print(
-                        f"    job {i:5d}  {step_of(described):15s} {stages} stage(s)  {site}  [{described}]"
+                        f"    job {i:5d} {took:6.2f} s  {step_of(described):15s} {stages} stage(s)  {site}"
+                        f"  [{described}]"
                     )
     spark.stop()
     return 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import SparkSession
 
+from bench.jvm_cpu import GROUPS, OTHER, JvmCpu, driver_pid
 from bench.steps import job_descriptions, step_of
 from resolver.spark.steps import DESCRIPTION, step
 
@@ -38,3 +39,16 @@ def test_jobs_of_a_step_carry_its_name_and_the_description_is_put_back(spark: Sp
         assert [step_of(d) for d in sorted(new.values())] == ["(no step)", "counts"]
     finally:
         sc.setLocalProperty(DESCRIPTION, None)  # type: ignore[arg-type]
+
+
+@pytest.mark.spark
+def test_the_driver_jvm_cpu_is_read_by_thread_group(spark: SparkSession) -> None:
+    cpu = JvmCpu(driver_pid(spark))
+    before = cpu.read()
+    assert before["JIT compiler"] > 0 and before["driver (Python's calls)"] > 0  # every driver has used some
+    spark.range(200_000).selectExpr("sum(id * id) AS s").collect()
+    spent = cpu.since(before)
+    assert set(spent) <= {group for group, _ in GROUPS} | {OTHER}
+    assert all(seconds >= 0 for seconds in spent.values())
+    assert sum(spent.values()) > 0
+    assert list(spent.values()) == sorted(spent.values(), reverse=True)
