@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         files = _many_tables(args.tables, tmp) if args.tables else args.files or SEED000
         for path in files:
             times.seconds.clear()
-            cpu_before = cpu.read() if cpu else {}
+            cpu_before = cpu.read() if cpu else None
             python_before = os.times()
             start = time.perf_counter()
             summary = ingest(spark, [path], lake, None)
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                 if steps[name] or times.seconds[name] >= 0.05:
                     took = f"{times.seconds[name]:6.2f} s" if name in times.seconds else " " * 8
                     print(f"  {steps[name]:4d}  {took}  {name}")
-            if cpu:
+            if cpu and cpu_before:
                 spent = cpu.since(cpu_before)
                 python = python_after.user + python_after.system - python_before.user - python_before.system
                 jvm = sum(spent.values())

@@ -4,10 +4,12 @@ them."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 from pyspark.sql import SparkSession
 
-from bench.jvm_cpu import GROUPS, OTHER, JvmCpu, driver_pid
+from bench.jvm_cpu import ENDED, GROUPS, OTHER, JvmCpu, driver_pid
 from bench.steps import job_descriptions, step_of
 from resolver.spark.steps import DESCRIPTION, step
 
@@ -45,10 +47,13 @@ def test_jobs_of_a_step_carry_its_name_and_the_description_is_put_back(spark: Sp
 def test_the_driver_jvm_cpu_is_read_by_thread_group(spark: SparkSession) -> None:
     cpu = JvmCpu(driver_pid(spark))
     before = cpu.read()
-    assert before["JIT compiler"] > 0 and before["driver (Python's calls)"] > 0  # every driver has used some
-    spark.range(200_000).selectExpr("sum(id * id) AS s").collect()
+    groups = {group for group, _ in before.threads.values()}
+    assert {"JIT compiler", "driver (Python's calls)"} <= groups  # every driver has both
+    assert before.process >= sum(seconds for _, seconds in before.threads.values()) > 0
+    with ThreadPoolExecutor(2) as pool:  # Python threads of their own: JVM threads that end with them
+        list(pool.map(lambda n: spark.range(n).selectExpr("sum(id * id) AS s").collect(), [100_000, 200_000]))
     spent = cpu.since(before)
-    assert set(spent) <= {group for group, _ in GROUPS} | {OTHER}
+    assert set(spent) <= {group for group, _ in GROUPS} | {OTHER, ENDED}
     assert all(seconds >= 0 for seconds in spent.values())
     assert sum(spent.values()) > 0
     assert list(spent.values()) == sorted(spent.values(), reverse=True)
