@@ -1,7 +1,8 @@
 """The CPU seconds the local Spark driver JVM spent, by what its threads do (``python -m bench.steps --cpu``).
 
-A small batch on 2 cores is CPU-bound, and most of that CPU is not the batch's own work: the JIT compiler
-threads and the collector take their share of the same cores. Reading each thread's counters from
+In a young driver a small batch on 2 cores is CPU-bound, and most of that CPU is not the batch's own work:
+the JIT compiler threads and the collector take their share of the same cores (bench/README.md, "Where
+the CPU goes"). Reading each thread's counters from
 ``/proc/<pid>/task/*/stat`` (Linux) before and after a batch tells how the seconds split, with no agent in
 the JVM and nothing to configure.
 """
@@ -19,6 +20,7 @@ __all__ = ["ENDED", "GROUPS", "OTHER", "JvmCpu", "Reading", "driver_pid"]
 #: thread-name patterns (the kernel keeps the first 15 characters of a Java thread's name), first match wins
 GROUPS = (
     ("JIT compiler", re.compile(r"^C[12] CompilerThre")),
+    # the VM thread runs the serial collector, and the JVM's other stop-the-world work
     ("garbage collector", re.compile(r"^(VM Thread|GC Thread|G1 |Gang worker)")),
     ("Spark tasks", re.compile(r"^Executor task")),
     ("driver (Python's calls)", re.compile(r"^Thread-\d+$")),  # py4j's threads serving Python's calls
