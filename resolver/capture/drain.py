@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import logging
 
+import msgspec
+
 from resolver.capture.landing import Landing, landing_at
 from resolver.capture.options import CaptureOptions, CaptureSummary
 from resolver.capture.parts import LandingParts
@@ -34,6 +36,20 @@ STREAM_OPTIONS = {
     "include-types": "1",
     "include-transaction": "1",
 }
+
+
+class _Head(msgspec.Struct):
+    """What the capture reads of a wal2json record: its action, a B's or C's end LSN, a change's table. The
+    rest (a change's columns: nearly all of its bytes) is skipped by msgspec's decoder without being built
+    into Python objects, and the record's text is landed as it came."""
+
+    action: str
+    nextlsn: str | None = None
+    schema: str | None = None
+    table: str | None = None
+
+
+_HEAD = msgspec.json.Decoder(_Head)
 
 
 def starts_of(landing: Landing, slot: str) -> dict[str, int]:
@@ -58,6 +74,7 @@ class CapturedLines:
         self._commit = 0  # the end LSN of the transaction being read
         self._begin: str | None = None  # its B, written with its first captured change
         self._opened = False
+        self._captured: dict[str, bool] = {}  # a table's name -> whether the capture includes it
 
     @property
     def inside(self) -> bool:
@@ -67,29 +84,39 @@ class CapturedLines:
     def take(self, text: str) -> int | None:
         """One record; for a transaction's C, the LSN where that transaction ends (all before it is read)."""
         self.records += 1
-        record = json.loads(text)
-        action = record["action"]
+        record = _HEAD.decode(text)
+        action = record.action
         if action == "B":
             self._begin, self._opened = text, False
-            self._commit = parse_lsn(record["nextlsn"])
+            self._commit = parse_lsn(_lsn(record))
             return None
         if action == "C":
-            end = parse_lsn(record["nextlsn"])
+            end = parse_lsn(_lsn(record))
             if self._opened:
                 self.parts.write(text)
                 self.parts.transaction_ended(end)
             self._begin, self._opened = None, False
             return end
-        if "table" in record:
-            table = f"{record['schema']}.{record['table']}"
-            if not self.options.included(table) or self._commit <= self.starts.get(table, -1):
+        if record.table is not None:
+            table = f"{record.schema}.{record.table}"
+            captured = self._captured.get(table)
+            if captured is None:  # the patterns are matched once per table, not once per change
+                captured = self._captured[table] = self.options.included(table)
+            if not captured or self._commit <= self.starts.get(table, -1):
                 return None  # not captured, or in the table's copy (made after the slot)
         if self._begin is not None and not self._opened:
             self.parts.write(self._begin)
             self._opened = True
         self.parts.write(text)
-        self.kept += "table" in record
+        self.kept += record.table is not None
         return None
+
+
+def _lsn(record: _Head) -> str:
+    """A B's or C's end LSN (wal2json's ``include-lsn``, which the capture always asks for)."""
+    if record.nextlsn is None:
+        raise ValueError(f"a wal2json {record.action} record without nextlsn: expected include-lsn=1")
+    return record.nextlsn
 
 
 def drain(options: CaptureOptions, summary: CaptureSummary) -> None:
