@@ -30,9 +30,11 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from resolver.batch.pieces import Piece, piece_bytes, pieces_of
+from resolver.batch.snapshot_read import read_snapshots, snapshot_transactions
 from resolver.batch.stitch import stitch, summarize
 from resolver.files.hadoop_files import input_of
 from resolver.files.input_files import LOCAL
+from resolver.formats.snapshot_files import is_snapshot_file
 from resolver.formats.stitch_plan import CLOSED, ReadWindow, Stitching, plan_stitching
 from resolver.formats.wal2json import Count, Event, Fragment, Quarantined, read_lines
 from resolver.models import Format
@@ -165,8 +167,10 @@ class ParsedBatch:
         pieces: list[Piece] | None = None,
     ) -> None:
         self.files, self.format, self.parsed, self.window = files, fmt, parsed, window
-        # what the parse read under each index (``file_index``): a piece of a file, or each file whole
-        self.pieces = pieces if pieces is not None else [Piece(i) for i in range(len(files))]
+        #: of ``files``, how many are snapshot files (the last ones: their events are read as they are)
+        self.snapshots = sum(1 for f in files if is_snapshot_file(f))
+        # what the parse read under each index (``file_index``): a piece of a stream's file, or each whole
+        self.pieces = pieces if pieces is not None else [Piece(i) for i in range(len(files) - self.snapshots)]
         self._counts: dict[str, int] | None = None
         self._stitching: Stitching | None = None
         self._stitched_pair: tuple[DataFrame, DataFrame] | None = None
@@ -182,15 +186,18 @@ class ParsedBatch:
         if self._counts is None:
             name = F.when(F.col("kind") == "count", F.col("count_name")).otherwise(F.col("kind"))
             value = F.when(F.col("kind") == "count", F.col("count_value")).otherwise(F.lit(1))
-            rows = (
-                self.parsed.groupBy(name.alias("name"))
-                .agg(
-                    F.sum(value).alias("v"), F.min("commit_lsn").alias("lo"), F.max("commit_lsn").alias("hi")
-                )
-                .collect()
-            )  # a handful of rows: one per kind and counter
-            got = {r["name"]: r for r in rows}
+            aggregates = [
+                F.sum(value).alias("v"),
+                F.min("commit_lsn").alias("lo"),
+                F.max("commit_lsn").alias("hi"),
+            ]
+            if self.snapshots:  # a table's copy is one transaction across its files
+                aggregates.append(snapshot_transactions().alias("copies"))
+            rows = self.parsed.groupBy(name.alias("name")).agg(*aggregates).collect()
+            got = {r["name"]: r for r in rows}  # a handful of rows: one per kind and counter
             out = {k: int(got[k]["v"]) if k in got else 0 for k in _COUNTERS}
+            if self.snapshots and "event" in got:
+                out["transactions"] += int(got["event"]["copies"])
             out["events"] = int(got["event"]["v"]) if "event" in got else 0
             out["quarantined"] = int(got["quarantine"]["v"]) if "quarantine" in got else 0
             bounds = [
@@ -279,7 +286,10 @@ def read_wal2json(
         print(batch.counts()["events"], "events,", batch.counts()["quarantined"], "quarantined")
         batch.unpersist()
     """
-    fs, files, fmt = input_of(spark, paths, fmt)
+    fs, listed, fmt = input_of(spark, paths, fmt)
+    # the stream's files in their order (parsed, stitched), then the snapshot files (events as they are)
+    files = [f for f in listed if not is_snapshot_file(f)]
+    snapshots = list(dict.fromkeys(f for f in listed if is_snapshot_file(f)))
     pieces = None
     if fs is LOCAL:
         pieces = pieces_of(files, fmt, piece_bytes(spark))
@@ -287,12 +297,16 @@ def read_wal2json(
         slices = max(1, min(n, spark.sparkContext.defaultParallelism * 4))
         index = spark.range(0, n, 1, slices).select(F.col("id").cast("int").alias("file_index"))
         parsed = index.mapInArrow(_parse_files(files, pieces, fmt), _PARSED_SCHEMA)
-    else:
+    elif files:
         # paths are globs to Spark's file sources: their glob characters are escaped
         literal = [re.sub(r"([\\{}\[\]*?])", r"\\\1", f) for f in files]
         contents = spark.read.format("binaryFile").load(literal).select("path", "content")
         parsed = contents.mapInArrow(_parse_contents(files, fmt), _PARSED_SCHEMA)
-    return ParsedBatch(files, fmt, parsed.persist(StorageLevel.MEMORY_AND_DISK), window, pieces)
+    else:
+        parsed = spark.createDataFrame([], _PARSED_SCHEMA)
+    if snapshots:
+        parsed = parsed.unionByName(read_snapshots(spark, snapshots, _PARSED_SCHEMA.fields))
+    return ParsedBatch(files + snapshots, fmt, parsed.persist(StorageLevel.MEMORY_AND_DISK), window, pieces)
 
 
 def _event_cols() -> list[Column]:

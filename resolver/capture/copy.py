@@ -10,12 +10,13 @@ in chunks of its heap by ``ctid`` ranges and written into files of about ``file_
   (``python -m resolver.capture.copy`` children), each on a connection of its own that imports the exported
   snapshot (``SET TRANSACTION SNAPSHOT``), so they all read the database as of the same point. A table of
   one chunk is copied here.
-- **Lines**: PostgreSQL prints each row's ``I`` line (``resolver.capture.records.insert_query``) and sends it
-  through ``COPY ... TO STDOUT`` in CSV with a quote and a delimiter no line holds (a JSON text escapes
-  every control character), so each line arrives as it is; the copy only moves bytes into files.
-- **Files**: ``<prefix>-<chunk>-<part>.json``; the transaction's ``B`` opens the first chunk's first file,
-  its ``C`` closes the last chunk's last file; the files between lie wholly inside it, as a reader stitches
-  them back together (``resolver.batch.stitch``), and each is read by a task of its own.
+- **Rows**: PostgreSQL sends each row's values as the text the reader holds for them
+  (``resolver.capture.records.values_query``) through ``COPY ... TO STDOUT (FORMAT csv)``; the worker
+  spools them to a local file, and ``resolver.capture.snapshot_file.SnapshotParts`` turns them into change
+  events in Parquet (pyarrow's CSV reader and Parquet writer: no Python per row).
+- **Files**: ``<prefix>-<chunk>-<part>.parquet``, each about ``file_bytes`` of values, every one a complete
+  set of inserts at the consistent point (a re-snapshot's first file begins with the table's truncate):
+  nothing to stitch, each read by Spark's Parquet reader.
 
 The exporting connection must stay open until every chunk is copied (the snapshot ends with it). Needs
 psycopg 3, no Spark.
@@ -27,19 +28,19 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from resolver.capture.landing import Landing, landing_at
-from resolver.capture.records import (
-    SnapshotColumn,
-    SnapshotTable,
-    insert_query,
-    transaction_end,
-    transaction_head,
-)
+from resolver.capture.landing import landing_at
+from resolver.capture.records import SnapshotColumn, SnapshotTable, values_query
+from resolver.capture.snapshot_file import SnapshotParts, SnapshotRows
 from resolver.capture.source import SESSION_SETTINGS
+from resolver.errors import ConfigError
+from resolver.formats.names import qualified
+from resolver.formats.wal2json_record import parse_commit_time
 
 if TYPE_CHECKING:
     import psycopg
@@ -47,16 +48,19 @@ if TYPE_CHECKING:
 __all__ = ["Chunk", "TableCopy", "copy_chunk", "copy_table", "in_snapshot"]
 
 _BLOCK_BYTES = 8192  # PostgreSQL's default block size; only used to size chunks
-_BUFFER_BYTES = 1 << 20  # bytes of lines gathered from the copy before they are written
-#: COPY's CSV with a quote and a delimiter that no line holds: every line is sent as it is
-_COPY_OPTIONS = "(FORMAT csv, QUOTE E'\\x01', DELIMITER E'\\x02', ENCODING 'UTF8')"
+#: positions are 32-bit in a stream (and in the resolver's change store): a snapshot's stay below that
+_POSITIONS = (1 << 31) - 1
+_CHECK_BYTES = 1 << 20  # a worker looks for the capture that started it after each mebibyte of rows
+#: COPY's CSV: NULL unquoted and empty, an empty text quoted (the snapshot file tells them apart)
+_COPY_OPTIONS = "(FORMAT csv, ENCODING 'UTF8')"
 
 
 @dataclass(frozen=True)
 class TableCopy:
     """One table's copy: the database and the exported snapshot to read it in, where its files go
-    (``landing``, names ``<prefix>-<chunk>-<part>.json``, each file about ``file_bytes``), the transaction's
-    consistent point and time, and whether it begins with the table's truncate (a re-snapshot)."""
+    (``landing``, names ``<prefix>-<chunk>-<part>.parquet``, each file about ``file_bytes``), the
+    transaction's consistent point and time, and whether it begins with the table's truncate (a
+    re-snapshot)."""
 
     dsn: str
     snapshot: str
@@ -71,19 +75,23 @@ class TableCopy:
 
 @dataclass(frozen=True)
 class Chunk:
-    """A range of a table's heap blocks (``end`` None: to the end) and where it falls in the transaction."""
+    """A range of a table's heap blocks (``end`` None: to the end), where it falls in the transaction, and
+    the most rows a block of this server holds (``MaxHeapTuplesPerPage``): its rows' positions start after
+    ``start * rows_per_block``, so no two chunks' positions meet."""
 
     index: int
     start: int
     end: int | None
     first: bool
     last: bool
+    rows_per_block: int = 291  # 8 KiB blocks
 
 
 def copy_table(copy: TableCopy, conn: psycopg.Connection[Any], processes: int) -> tuple[int, list[str]]:
     """Copy the table (``conn``: a connection in the snapshot, to size the chunks); returns its rows and
     its files in order, every file durable."""
-    chunks = _chunks(_blocks(conn, copy.table), copy.file_bytes)
+    blocks, rows_per_block = _heap(conn, copy.table)
+    chunks = _chunks(blocks, copy.file_bytes, rows_per_block)
     if len(chunks) == 1 or processes <= 1:
         done = [copy_chunk(copy, chunk) for chunk in chunks]
     else:
@@ -142,22 +150,32 @@ def _from_job(job: dict[str, Any]) -> tuple[TableCopy, Chunk]:
 
 
 def copy_chunk(copy: TableCopy, chunk: Chunk) -> tuple[int, list[str]]:
-    """One chunk of the table into its files, on a connection of its own in the exported snapshot; its rows
-    and files (in a worker process, or here)."""
+    """One chunk of the table into its snapshot files, on a connection of its own in the exported snapshot;
+    its rows and files (in a worker process, or here)."""
     import psycopg
 
-    parts = _Parts(landing_at(copy.landing), f"{copy.prefix}-{chunk.index:05d}", copy.file_bytes)
-    if chunk.first:
-        truncated = [copy.table] if copy.truncate else []
-        parts.write(
-            "".join(f"{line}\n" for line in transaction_head(copy.lsn, copy.taken, truncated=truncated))
-        )
-    with psycopg.connect(copy.dsn) as conn:
-        in_snapshot(conn, copy.snapshot)
-        rows = _copy_rows(conn, copy, chunk, parts)
-    if chunk.last:
-        parts.write(transaction_end(copy.lsn, copy.taken) + "\n")
-    return rows, parts.close()
+    table, taken = copy.table, parse_commit_time(copy.taken)
+    assert taken is not None
+    rows = SnapshotRows(
+        qualified(table.schema, table.name),
+        tuple(c.name for c in table.columns),
+        tuple(c.type for c in table.columns),
+        tuple(c.name for c in table.primary_key),
+        copy.lsn,
+        taken,
+    )
+    prefix = f"{copy.prefix}-{chunk.index:05d}"
+    base = chunk.start * chunk.rows_per_block  # no two chunks' positions meet: see Chunk
+    parts = SnapshotParts(landing_at(copy.landing), prefix, copy.file_bytes, rows, base)
+    if chunk.first and copy.truncate:
+        parts.truncate()
+    with tempfile.TemporaryDirectory(prefix="resolver-copy-") as spool:
+        csv = Path(spool) / "rows.csv"
+        with psycopg.connect(copy.dsn) as conn:
+            in_snapshot(conn, copy.snapshot)
+            _copy_rows(conn, copy, chunk, csv)
+        count = parts.write_csv(csv)
+    return count, parts.close()
 
 
 def in_snapshot(conn: psycopg.Connection[Any], snapshot: str) -> None:
@@ -172,88 +190,65 @@ def in_snapshot(conn: psycopg.Connection[Any], snapshot: str) -> None:
         conn.execute(f"SET {setting} = '{value}'".encode())
 
 
-class _Parts:
-    """Lines into files of about ``limit`` bytes each (``<prefix>-<k>.json`` for the k-th, from 0), cut
-    between lines, each durable once it is published."""
-
-    def __init__(self, landing: Landing, prefix: str, limit: int) -> None:
-        self.landing, self.prefix, self.limit = landing, prefix, limit
-        self.names: list[str] = []
-        self.part, self.size = landing.open_part(self._name()), 0
-
-    def _name(self) -> str:
-        return f"{self.prefix}-{len(self.names):04d}.json"
-
-    def write(self, lines: str) -> None:
-        """Whole lines (``lines`` ends with a newline); a file ends at the first line end at or past the
-        limit."""
-        while lines:
-            if self.size >= self.limit:
-                self.names.append(self._name())
-                self.part.publish(self.names[-1])
-                self.part, self.size = self.landing.open_part(self._name()), 0
-            end = len(lines)
-            if self.size + end > self.limit:
-                end = lines.index("\n", max(0, self.limit - self.size - 1)) + 1
-            self.part.out.write(lines[:end])
-            self.size += end
-            lines = lines[end:]
-
-    def close(self) -> list[str]:
-        """Publish the last file; the names in order."""
-        self.names.append(self._name())
-        self.part.publish(self.names[-1])
-        return self.names
-
-
-def _blocks(conn: psycopg.Connection[Any], table: SnapshotTable) -> int:
-    """The table's heap blocks now (at least as many as its snapshot's rows lie in)."""
+def _heap(conn: psycopg.Connection[Any], table: SnapshotTable) -> tuple[int, int]:
+    """The table's heap blocks now (at least as many as its snapshot's rows lie in) and the most rows a block
+    holds (``MaxHeapTuplesPerPage``: the block less its header, over a tuple's header and line pointer).
+    ``ConfigError`` for a table whose rows' positions would not fit a stream's (below 2^31)."""
     from psycopg import sql
 
     name = sql.SQL("{}.{}").format(sql.Identifier(table.schema), sql.Identifier(table.name)).as_string(conn)
-    query = "SELECT pg_relation_size(%s::regclass) / current_setting('block_size')::int"
-    return int(conn.execute(query, (name,)).fetchone()[0])  # type: ignore[index]
+    query = "SELECT pg_relation_size(%s::regclass), current_setting('block_size')::int"
+    size, block = conn.execute(query, (name,)).fetchone()  # type: ignore[misc]
+    blocks, per_block = int(size) // int(block), (int(block) - 24) // 28
+    if (blocks + 1) * per_block >= _POSITIONS:
+        raise ConfigError(
+            f"table {table.qualified} has {blocks} heap blocks: a snapshot's positions hold at most "
+            f"{_POSITIONS // per_block - 1} (about {_POSITIONS // per_block * int(block) >> 30} GiB of "
+            "heap): "
+            "expected a smaller table (copy it in parts by hand, or let the stream bring its rows)"
+        )
+    return blocks, per_block
 
 
-def _chunks(blocks: int, file_bytes: int) -> list[Chunk]:
+def _chunks(blocks: int, file_bytes: int, rows_per_block: int = 291) -> list[Chunk]:
     """Ranges of about ``file_bytes`` of heap each; the last open-ended (rows added after the sizing are
     not in the snapshot, but a table may have grown)."""
     step = max(1, file_bytes // _BLOCK_BYTES)
     starts = list(range(0, max(blocks, 1), step))
     return [
-        Chunk(i, start, starts[i + 1] if i + 1 < len(starts) else None, i == 0, i + 1 == len(starts))
+        Chunk(
+            i,
+            start,
+            starts[i + 1] if i + 1 < len(starts) else None,
+            i == 0,
+            i + 1 == len(starts),
+            rows_per_block,
+        )
         for i, start in enumerate(starts)
     ]
 
 
-def _copy_rows(conn: psycopg.Connection[Any], copy: TableCopy, chunk: Chunk, parts: _Parts) -> int:
-    """The chunk's ``I`` lines, in ``ctid`` order, into ``parts``; how many."""
+def _copy_rows(conn: psycopg.Connection[Any], copy: TableCopy, chunk: Chunk, csv: Path) -> None:
+    """The chunk's rows (``values_query``), in ``ctid`` order, as PostgreSQL's CSV into the file ``csv``."""
     from psycopg import sql
 
     where = sql.SQL("ctid >= {}::tid").format(sql.Literal(f"({chunk.start},0)"))
     if chunk.end is not None:
         where = sql.SQL("{} AND ctid < {}::tid").format(where, sql.Literal(f"({chunk.end},0)"))
-    query = insert_query(copy.table, copy.lsn, copy.taken, where)
-    parent, rows, held, size = os.getppid(), 0, [], 0
+    query = values_query(copy.table, where)
+    parent, size = os.getppid(), 0
     with (
+        open(csv, "wb") as out,
         conn.cursor() as cursor,
-        cursor.copy(sql.SQL("COPY ({}) TO STDOUT " + _COPY_OPTIONS).format(query)) as out,
+        cursor.copy(sql.SQL("COPY ({}) TO STDOUT " + _COPY_OPTIONS).format(query)) as rows,
     ):
-        for block in out:
-            held.append(bytes(block))
+        for block in rows:
+            out.write(block)
             size += len(block)
-            if size >= _BUFFER_BYTES:
-                data = b"".join(held)
-                end = data.rindex(b"\n") + 1
-                held, size = [data[end:]], len(data) - end
-                rows += data.count(b"\n", 0, end)
-                parts.write(data[:end].decode("utf-8"))
+            if size >= _CHECK_BYTES:
+                size = 0
                 if os.getppid() != parent:
                     raise SystemExit("the capture that started this copy is gone")  # killed: stop with it
-    data = b"".join(held)
-    rows += data.count(b"\n")
-    parts.write(data.decode("utf-8"))
-    return rows
 
 
 if __name__ == "__main__":  # a worker of _in_processes: one chunk, its job on stdin

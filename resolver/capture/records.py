@@ -1,39 +1,25 @@
-"""Rows copied from a table in a snapshot, written as the wal2json format-2 records the stream would have
-carried had each row been inserted at the snapshot's point: one transaction (``B``, an ``I`` per row, ``C``)
-whose commit LSN is the slot's consistent point, so the rows a snapshot copies and the changes the slot
-streams after it are one stream, read by the same reader (``resolver capture``, docs/capture.md).
+"""What a snapshot copies of a table: its columns as the catalog describes them, and the query whose rows
+PostgreSQL sends through ``COPY ... TO STDOUT (FORMAT csv)``, each value as the text the reader holds for it
+had the stream carried the row (``resolver capture``, docs/capture.md; ``resolver.capture.snapshot_file``
+turns those rows into change events at the snapshot's consistent point).
 
-The ``I`` lines are printed by PostgreSQL itself (``insert_query``: a query of one text column, the line,
-for ``COPY ... TO STDOUT``), so the copy moves bytes and never handles a row. A value is printed the way
-wal2json prints it (``../shared/reference/wal2json_spec.md`` section 5): the output text of the column's
-type, in a session with the README's settings (ISO dates, UTC, hex bytea, ``extra_float_digits=1``); int2,
-int4, int8, oid, float4, float8 and numeric as an unquoted JSON number (NaN and ±Infinity as ``null``), bool
-as ``true``/``false``, bytea as its hex digits without ``\\x``, everything else (domains included) as a JSON
-string (``to_json`` of the text). The reader then types them exactly as it types streamed values. The
-``B``, ``T`` and ``C`` lines are printed here. No Spark, no connection; psycopg's ``sql`` only when
-a query is built.
+A value's text is what wal2json prints for it (``../shared/reference/wal2json_spec.md`` section 5), as the
+reader keeps it: the output text of the column's type, in a session with the README's settings (ISO dates,
+UTC, hex bytea, ``extra_float_digits=1``): int2, int4, int8, oid, float4, float8 and numeric their digits
+(NaN and ±Infinity NULL, as wal2json prints them ``null``), bool ``true``/``false``, bytea its hex digits
+without ``\\x``, everything else (domains included) the type's text. The reader then types them exactly as it
+types streamed values. No Spark, no connection; psycopg's ``sql`` only when a query is built.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-from resolver.lsn import format_lsn
 
 if TYPE_CHECKING:
     from psycopg import sql
 
-__all__ = [
-    "NUMBER_TYPES",
-    "SnapshotColumn",
-    "SnapshotTable",
-    "insert_query",
-    "transaction_end",
-    "transaction_head",
-]
+__all__ = ["NUMBER_TYPES", "SnapshotColumn", "SnapshotTable", "values_query"]
 
 #: base types wal2json prints as JSON numbers (by type OID: a domain over them is printed as a string)
 NUMBER_TYPES = frozenset({"int2", "int4", "int8", "oid", "float4", "float8", "numeric"})
@@ -50,8 +36,9 @@ class SnapshotColumn:
     type: str
     typname: str
 
-    def value_sql(self) -> sql.Composable:
-        """The SQL expression of the JSON text wal2json prints for this column's value (never NULL)."""
+    def text_sql(self) -> sql.Composable:
+        """The SQL expression of the text the reader holds for this column's value as wal2json prints it
+        (NULL for SQL NULL, and for what wal2json prints as ``null``)."""
         from psycopg import sql
 
         column = sql.Identifier(self.name)
@@ -59,16 +46,13 @@ class SnapshotColumn:
             text = sql.SQL(
                 "CASE WHEN {c}::text IN ('NaN', 'Infinity', '-Infinity') THEN NULL ELSE {c}::text END"
             )
-            value = text.format(c=column)
-        elif self.typname in NUMBER_TYPES:
-            value = sql.SQL("{}::text").format(column)
-        elif self.typname == "bool":
-            value = sql.SQL("CASE WHEN {c} THEN 'true' WHEN NOT {c} THEN 'false' END").format(c=column)
-        elif self.typname == "bytea":  # wal2json prints the hex digits only
-            value = sql.SQL("to_json(encode({}, 'hex'))::text").format(column)
-        else:
-            value = sql.SQL("to_json({}::text)::text").format(column)
-        return sql.SQL("coalesce({}, 'null')").format(value)
+            return text.format(c=column)
+        if self.typname == "bool":
+            return sql.SQL("CASE WHEN {c} THEN 'true' WHEN NOT {c} THEN 'false' END").format(c=column)
+        if self.typname == "bytea":  # wal2json prints the hex digits only
+            return sql.SQL("encode({}, 'hex')").format(column)
+        # a number's digits as wal2json prints them, or a string's content: the type's text output either way
+        return sql.SQL("{}::text").format(column)
 
 
 @dataclass(frozen=True)
@@ -85,43 +69,13 @@ class SnapshotTable:
         return f"{self.schema}.{self.name}"
 
 
-def insert_query(
-    table: SnapshotTable, lsn: int, taken: str, where: sql.Composable, xid: int = 0
-) -> sql.Composed:
-    """A query of the ``I`` line of each of the table's rows that ``where`` selects, in ``ctid`` order: one
-    text column, for ``COPY (...) TO STDOUT``."""
+def values_query(table: SnapshotTable, where: sql.Composable) -> sql.Composed:
+    """A query of the table's rows that ``where`` selects, in ``ctid`` order, for ``COPY (...) TO STDOUT
+    (FORMAT csv)``: a constant first column (so no row is an empty line, whatever the table's columns), then
+    each column's value text (``SnapshotColumn.text_sql``)."""
     from psycopg import sql
 
-    head = _dumps(
-        {"action": "I", "xid": xid, "timestamp": taken, "lsn": format_lsn(lsn), "schema": table.schema}
-    )
-    pieces: list[sql.Composable] = [sql.Literal(f'{head[:-1]},"table":{_dumps(table.name)},"columns":[')]
-    for i, column in enumerate(table.columns):
-        name = f'{"," if i else ""}{{"name":{_dumps(column.name)},"type":{_dumps(column.type)},"value":'
-        pieces += [sql.Literal(name), column.value_sql(), sql.Literal("}")]
-    pk = _dumps([{"name": c.name, "type": c.type} for c in table.primary_key])
-    pieces.append(sql.Literal(f'],"pk":{pk}}}'))
+    values = [sql.SQL("1"), *(column.text_sql() for column in table.columns)]
     return sql.SQL("SELECT {} FROM ONLY {}.{} WHERE {} ORDER BY ctid").format(
-        sql.SQL(" || ").join(pieces), sql.Identifier(table.schema), sql.Identifier(table.name), where
+        sql.SQL(", ").join(values), sql.Identifier(table.schema), sql.Identifier(table.name), where
     )
-
-
-def transaction_head(
-    lsn: int, taken: str, xid: int = 0, truncated: Sequence[SnapshotTable] = ()
-) -> Iterator[str]:
-    """A snapshot transaction's ``B`` and the ``T`` of each table of ``truncated``."""
-    point = format_lsn(lsn)
-    yield _dumps({"action": "B", "xid": xid, "timestamp": taken, "lsn": point, "nextlsn": point})
-    for table in truncated:
-        truncate = {"action": "T", "xid": xid, "timestamp": taken, "lsn": point, "schema": table.schema}
-        yield _dumps({**truncate, "table": table.name})
-
-
-def transaction_end(lsn: int, taken: str, xid: int = 0) -> str:
-    """A snapshot transaction's ``C``."""
-    point = format_lsn(lsn)
-    return _dumps({"action": "C", "xid": xid, "timestamp": taken, "lsn": point, "nextlsn": point})
-
-
-def _dumps(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)

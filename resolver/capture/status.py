@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from resolver.capture.landing import landing_at
 from resolver.capture.source import check_source, connect
 from resolver.errors import ConfigError
+from resolver.formats.snapshot_files import SUFFIX
 
 __all__ = ["CaptureStatus", "capture_status"]
 
@@ -68,7 +69,7 @@ def capture_status(dsn: str, landing: str, slot: str) -> CaptureStatus:
         seconds = None if active else _oldest_held(conn, slot)
     state = place.read(f"_capture/{slot}.json")
     snapshot = json.loads(state).get("snapshot_lsn") if state is not None else None
-    files = len(place.names(f"{slot}-*.json"))
+    files = len(place.names(f"{slot}-*.json")) + len(place.names(f"{slot}-*{SUFFIX}"))  # stream + snapshot
     return CaptureStatus(
         slot, confirmed, current, int(lag), seconds, int(retained), wal_status, bool(active), snapshot, files
     )

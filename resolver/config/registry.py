@@ -11,7 +11,7 @@ them the contract. ``check`` validates a folder of them and, given a lake, that 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +20,22 @@ import yaml
 from resolver.config.tableschema import ColumnSpec, TableSchema, load_schemas
 from resolver.errors import ConfigError
 from resolver.files.input_files import list_files, resolve_format
+from resolver.formats.snapshot_files import first_events, is_snapshot_file
 from resolver.formats.wal2json import Event, read_lines
 from resolver.lake.folders import folder as table_folder
 from resolver.models import Format
 from resolver.pgtypes import spark_type
 
 __all__ = ["check_schemas", "infer_schemas", "write_schemas"]
+
+
+def _rows(path: str, fmt: Format) -> Iterator[dict[str, Any]]:
+    """A file's events as rows (a snapshot file's first ones: all of its rows share their columns)."""
+    if is_snapshot_file(path):
+        yield from first_events(path)
+        return
+    with open(path, "rb") as f:
+        yield from (item.row for item in read_lines(f, path, fmt) if isinstance(item, Event))
 
 
 def infer_schemas(paths: Sequence[str], fmt: Format | str | None = None) -> dict[str, TableSchema]:
@@ -37,21 +47,16 @@ def infer_schemas(paths: Sequence[str], fmt: Format | str | None = None) -> dict
     columns: dict[str, dict[str, str | None]] = {}
     keys: dict[str, list[str]] = {}
     identities: dict[str, list[str]] = {}
-    for path in files:
-        with open(path, "rb") as f:
-            for item in read_lines(f, path, fmt):
-                if not isinstance(item, Event):
-                    continue
-                e = item.row
-                seen = columns.setdefault(e["table"], {})
-                for name, typ in _pairs(e.get("column_names"), e.get("column_types")):
-                    seen[name] = typ or seen.get(name)
-                for name, typ in _pairs(e.get("old_key_names"), e.get("old_key_types")):
-                    seen.setdefault(name, typ)
-                if e.get("primary_key"):
-                    keys[e["table"]] = list(e["primary_key"])
-                elif e["operation"] in ("update", "delete") and e.get("old_key_names"):
-                    identities.setdefault(e["table"], list(e["old_key_names"]))
+    for e in (row for path in files for row in _rows(path, fmt)):
+        seen = columns.setdefault(e["table"], {})
+        for name, typ in _pairs(e.get("column_names"), e.get("column_types")):
+            seen[name] = typ or seen.get(name)
+        for name, typ in _pairs(e.get("old_key_names"), e.get("old_key_types")):
+            seen.setdefault(name, typ)
+        if e.get("primary_key"):
+            keys[e["table"]] = list(e["primary_key"])
+        elif e["operation"] in ("update", "delete") and e.get("old_key_names"):
+            identities.setdefault(e["table"], list(e["old_key_names"]))
     out = {}
     for table, cols in sorted(columns.items()):
         key = keys.get(table) or identities.get(table)

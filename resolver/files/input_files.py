@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from resolver.errors import ConfigError
+from resolver.formats.snapshot_files import is_snapshot_file
 from resolver.formats.wal2json_detect import HEAD_LIMIT, FileHead, stream_head
 from resolver.models import Format
 
@@ -104,11 +105,14 @@ def resolve_format(files: Sequence[str], fmt: Format | str | None = None, fs: Fi
     file without a non-blank line shows nothing and conflicts with nothing. ``ConfigError``, one line naming
     the file: without ``fmt``, a file whose head is none of the formats, or files of several; with ``fmt``, a
     file of another format (one that is none is read as ``fmt``, its records quarantined). When no
-    file has a record nothing will be read and the format does not matter: ``fmt``, else format 2.
+    file has a record nothing will be read and the format does not matter: ``fmt``, else format 2. Snapshot
+    files (``resolver.formats.snapshot_files``) hold change events of no format and are left out.
     """
     given = _format(fmt) if fmt is not None else None
     first_of: dict[Format, str] = {}
     for path in dict.fromkeys(files):
+        if is_snapshot_file(path):  # change events already, read with any format
+            continue
         head = fs.head(path)
         if head.first is None:
             continue

@@ -39,6 +39,7 @@ from resolver.config.tableschema import TableSchema, load_schemas
 from resolver.errors import ConfigError
 from resolver.files.hadoop_files import source_listing
 from resolver.files.input_files import resolve_format
+from resolver.formats.snapshot_files import is_snapshot_file
 from resolver.lake.folders import Lake
 from resolver.lake.ledger import read_ledger, record_files
 from resolver.lake.lock import Taker, run_locks
@@ -199,9 +200,14 @@ def _offered(files: list[str], only: Collection[str] | None) -> int:
 
 
 def _neighbours(files: Sequence[str], chunk: list[str]) -> tuple[str | None, str | None]:
-    """The files just before and just after a batch's files in the source, when there are such files."""
-    first, last = files.index(chunk[0]), files.index(chunk[-1])
-    return (files[first - 1] if first > 0 else None, files[last + 1] if last + 1 < len(files) else None)
+    """The stream's files just before and just after a batch's stream files in the source, when there are
+    such files (snapshot files hold whole transactions: a stream's transaction never goes on in one)."""
+    stream = [f for f in files if not is_snapshot_file(f)]
+    mine = [f for f in chunk if not is_snapshot_file(f)]
+    if not mine:
+        return None, None
+    first, last = stream.index(mine[0]), stream.index(mine[-1])
+    return (stream[first - 1] if first > 0 else None, stream[last + 1] if last + 1 < len(stream) else None)
 
 
 @dataclass(frozen=True)

@@ -11,14 +11,18 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import psycopg
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
 from resolver import ingest, run_pipeline
 from resolver.capture.snapshot import CaptureOptions, capture_once
+from resolver.formats.wal2json import Event, read_lines
 from resolver.lsn import parse_lsn
+from resolver.models import Format
 from tests import difftest as d
 from tests.docexamples import example
 from tests.harness.postgres import SESSION_SETTINGS, PgDatabase, PgServer
@@ -68,29 +72,45 @@ BIG_WRITER = (
 )
 
 
-def _inserts(lines: list[str]) -> list[tuple[str, str, str]]:
-    """Each ``I`` record as (table, its columns, its key), the numbers kept as PostgreSQL printed them."""
+def _values(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """Each insert event as (table, its columns, types and values' text, its key), as the reader holds it."""
     out = []
-    for line in lines:
-        record = json.loads(line, parse_float=str, parse_int=str)
-        if record["action"] == "I":
-            columns = json.dumps(record["columns"], ensure_ascii=False)
-            out.append((f"{record['schema']}.{record['table']}", columns, json.dumps(record.get("pk"))))
+    for e in rows:
+        if e["operation"] == "insert":
+            columns = (tuple(e["column_names"]), tuple(e["column_types"]), tuple(e["column_values"]))
+            out.append((e["table"], *columns, tuple(e["primary_key"] or ())))
     return sorted(out)
 
 
-def test_every_value_a_snapshot_copies_prints_what_wal2json_prints(pg_db: PgDatabase, tmp_path: Path) -> None:
+def _streamed(lines: list[str]) -> list[dict[str, Any]]:
+    """The events wal2json's format-2 lines are to the reader (``resolver.formats.wal2json``)."""
+    read = read_lines(io.BytesIO("".join(f"{x}\n" for x in lines).encode()), "stream", Format.WAL2JSON_V2)
+    return [item.row for item in read if isinstance(item, Event)]
+
+
+def _copied(files: list[str]) -> list[dict[str, Any]]:
+    """The events of snapshot files (``resolver.formats.snapshot_files``), in file and row order."""
+    return [row for f in files for row in pq.read_table(f).to_pylist()]
+
+
+def test_every_value_a_snapshot_copies_is_what_the_reader_makes_of_wal2json(
+    pg_db: PgDatabase, tmp_path: Path
+) -> None:
     """The workload's first transactions insert rows of every type it has (numerics at their extremes, NaN,
-    arrays, jsonb, bytea, intervals, timestamps, TOASTed text, keyless and composite-key tables): as wal2json
-    streamed them, and as a snapshot copies them, they are the same records."""
+    arrays, jsonb, bytea, intervals, timestamps, TOASTed text, keyless and composite-key tables): the events
+    the reader makes of wal2json's stream of them, and the events a snapshot copies of them, are the same:
+    the same table names, columns, types, value texts and keys."""
     pg_db.execute(d.SCHEMA_SQL)
     pg_db.create_slot("stream")
     d.run_workload(pg_db, d.Workload(SEED).transactions(3))  # the first three insert into every table
-    streamed = _inserts(pg_db.capture("stream", 2))
+    streamed = _values(_streamed(pg_db.capture("stream", 2)))
     summary = capture_once(CaptureOptions(pg_db.dsn, str(tmp_path / "landing"), "snap"))
     assert summary.snapshot_lsn is not None and len(summary.files) == len(d.TABLES), summary.lines()
-    copied = _inserts([x for f in summary.files for x in Path(f).read_text(encoding="utf-8").splitlines()])
-    assert {t for t, _, _ in copied} == {t.qualified for t in d.TABLES}
+    rows = _copied(summary.files)
+    point = parse_lsn(summary.snapshot_lsn)
+    assert {(e["commit_lsn"], e["change_lsn"], e["xid"]) for e in rows} == {(point, point, 0)}
+    copied = _values(rows)
+    assert {t for t, *_ in copied} == {t.qualified for t in d.TABLES}
     assert copied == streamed
 
 
@@ -132,7 +152,9 @@ def test_a_database_with_rows_before_its_slot_becomes_an_equal_lake(
     assert (landing / "_capture" / "shop.started").exists() and not (
         landing / "_capture" / "shop.json"
     ).exists()
-    assert not list(landing.glob("*.json")), "a copy cut short is never visible"
+    assert not list(landing.glob("*.json")) + list(landing.glob("*.parquet")), (
+        "a copy cut short is never visible"
+    )
     big_at_kill = _big_state(pg_db)
     # committed after the slot, before the second capture's copy: the stream brings it to public.big (copied
     # at the slot's point); public.big_log is copied after it, so its copy holds it and the stream must not
@@ -166,11 +188,11 @@ def test_a_database_with_rows_before_its_slot_becomes_an_equal_lake(
     assert parse_lsn(slot[0][0]) >= parse_lsn(str(last.confirmed_lsn))
     big_after = _big_state(pg_db)
 
-    files = sorted(landing.glob("*.json"))
+    files = sorted([*landing.glob("*.json"), *landing.glob("*.parquet")])
     copies = {name: [landing / f for f in parts] for name, parts in state["files"].items()}
-    for name in ("public.big", "public.big_log"):  # several chunks, several files each
+    for name in ("public.big", "public.big_log"):  # several chunks, copied by two workers at once
         chunks = {f.name.rsplit("-", 2)[1] for f in copies[name]}
-        assert len(chunks) > 1 and len(copies[name]) > len(chunks), copies[name]
+        assert len(chunks) > 1 and len(copies[name]) >= len(chunks), copies[name]
     starts = {name: parse_lsn(lsn) for name, lsn in state["starts"].items()}
     # the first capture finished public.accounts and public.big: they start where the slot was made; the
     # second one copied the others, later
@@ -192,8 +214,8 @@ def test_a_database_with_rows_before_its_slot_becomes_an_equal_lake(
     silver = d.collect_silver(spark, lake, LAKE_TABLES)
     problems = []
     for t in LAKE_TABLES:  # from each table's own copy: the rows as it saw them, at its point
-        taken = json.loads(copies[t.qualified][0].read_text(encoding="utf-8").splitlines()[0])
-        start = d.Frame(0, parse_lsn(taken["nextlsn"]), d.commit_time(taken["timestamp"]), [])
+        taken = pq.read_table(copies[t.qualified][0]).slice(0, 1).to_pylist()[0]
+        start = d.Frame(0, taken["commit_lsn"], taken["commit_time"], [])
         snapshot = d.Commit(-1, 0, before[-1].state)  # nothing committed between the two captures' copies
         timeline = d.map_commits([snapshot, *commits], [start, *workload], [t])
         problems += d.check_lake(silver, timeline, [t])
@@ -228,9 +250,9 @@ def test_the_library_example_lands_a_database(
         assert "snapshot             2 row(s) of 1 table(s)" in printed, printed
         written = [Path(line.split()[-1]) for line in printed.splitlines() if line.startswith("file written")]
         assert len(written) == 1 and written[0].name.startswith("shop-"), printed
-        records = [json.loads(line) for line in (tmp_path / written[0]).read_text().splitlines()]
-        rows = sorted(tuple(c["value"] for c in r["columns"]) for r in records if r["action"] == "I")
-        assert rows == [(1, "new"), (2, "paid")], records
+        records = pq.read_table(tmp_path / written[0]).to_pylist()
+        rows = sorted(tuple(r["column_values"]) for r in records if r["operation"] == "insert")
+        assert rows == [("1", "new"), ("2", "paid")], records
     finally:
         pg_server.drop_database("shop")
 
@@ -254,13 +276,14 @@ def test_a_snapshot_cut_short_is_finished_by_the_next_capture(pg_db: PgDatabase,
     (landing / "_capture").mkdir(parents=True)
     (landing / "_capture" / "cut.started").write_text('{"slot": "cut"}\n')
     pg_db.create_slot("cut")
-    (landing / ".cut-0000000000000000-snapshot.json.tmp").write_text('{"action":"B"}\n')  # half a copy
+    (landing / ".cut-0000000000000000-snapshot.parquet.tmp").write_bytes(b"PAR1")  # half a copy
     summary = capture_once(CaptureOptions(pg_db.dsn, str(landing), "cut"))
     assert summary.snapshot_lsn is not None and sum(summary.snapshot_rows.values()) > 0, summary.lines()
     assert not (landing / "_capture" / "cut.started").exists()
     state = json.loads((landing / "_capture" / "cut.json").read_text())
     assert state["snapshot_lsn"] == summary.snapshot_lsn and state["tables"] == summary.snapshot_rows
-    assert sorted(p.name for p in landing.glob("*.json")) == sorted(Path(f).name for f in summary.files)
+    landed = [*landing.glob("*.json"), *landing.glob("*.parquet")]
+    assert sorted(p.name for p in landed) == sorted(Path(f).name for f in summary.files)
     assert len(summary.files) == len(d.TABLES) and not (landing / "_capture" / "cut.pending").exists()
     assert pg_db.query("SELECT 1 FROM pg_replication_slots WHERE slot_name = 'cut'")  # kept: it streams on
 
@@ -294,21 +317,21 @@ def test_a_table_copied_again_replaces_what_the_lake_lost(
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    after = sorted(str(p) for p in landing.glob("again-*-resnapshot-*.json"))
+    after = sorted(str(p) for p in landing.glob("again-*-resnapshot-*.parquet"))
     assert len(after) == 1 and "snapshot             50 row(s) of 1 table(s)" in done.stdout, done.stdout
     assert not pg_db.query("SELECT 1 FROM pg_replication_slots WHERE slot_name = 'again_resnap'")  # temporary
     pg_db.execute("UPDATE public.t SET v = 'later' WHERE id = 30")  # only the stream carries this one
     after += capture_once(options).files
     expected = sorted(pg_db.query("SELECT id, v FROM public.t"))
 
-    # the re-snapshot's truncate is a record as wal2json streams one
+    # the re-snapshot's truncate is first, and the event the reader makes of a truncate wal2json streams
     pg_db.create_slot("probe")
     pg_db.execute("TRUNCATE public.s")
-    streamed = next(json.loads(x) for x in pg_db.capture("probe", 2) if json.loads(x)["action"] == "T")
-    ours = next(
-        json.loads(x) for x in Path(after[0]).read_text().splitlines() if json.loads(x)["action"] == "T"
-    )
-    assert set(ours) == set(streamed) and (ours["schema"], ours["table"]) == ("public", "t"), (ours, streamed)
+    streamed = next(e for e in _streamed(pg_db.capture("probe", 2)) if e["operation"] == "truncate")
+    ours = _copied(after[:1])[0]
+    assert (ours["operation"], ours["table"], ours["position"]) == ("truncate", "public.t", 0), ours
+    empty = ("column_names", "column_values", "old_key_names", "old_key_values")
+    assert all(ours[k] is None and streamed.get(k) is None for k in empty), (ours, streamed)
 
     # one batch of every file; and the re-snapshot first, the older snapshot (rows it deleted) after it
     for name, batches in (("one batch", [before + after]), ("reversed", [after, before])):

@@ -107,7 +107,7 @@ def test_a_landing_file_that_could_not_be_written_whole_is_never_confirmed(
     assert failed.returncode != 0, failed.stdout
     assert "File too large" in failed.stderr, failed.stderr[-2000:]
     assert _confirmed(pg_db, "full") == before
-    visible = sorted(p.name for p in landing.glob("full-*.json"))
+    visible = sorted(p.name for p in [*landing.glob("full-*.json"), *landing.glob("full-*.parquet")])
     assert len(visible) == 1 and "-snapshot-" in visible[0], visible
     assert [p.stat().st_size for p in landing.glob(".full-*.tmp")] == [limit]  # cut at the limit, hidden
 
