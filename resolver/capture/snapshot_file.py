@@ -42,8 +42,8 @@ from resolver.formats.snapshot_files import SNAPSHOT_SCHEMA, SUFFIX
 
 __all__ = ["SnapshotParts", "SnapshotRows"]
 
-#: rows of CSV read at a time (one row group each)
-_BLOCK_BYTES = 4 << 20
+#: bytes of CSV read at a time (a row group each), and the most a row that does not fit may make it
+_BLOCK_BYTES, _LARGEST_BLOCK = 4 << 20, 1 << 30
 
 
 @dataclass(frozen=True)
@@ -89,14 +89,30 @@ class SnapshotParts:
 
     def write_csv(self, csv: Path) -> int:
         """The rows of a file of ``COPY ... (FORMAT csv)`` output of ``values_query`` (a leading constant
-        column, then each column's value text; NULL unquoted and empty, an empty text quoted); how many."""
+        column, then each column's value text; NULL unquoted and empty, an empty text quoted); how many.
+        pyarrow reads the CSV in blocks that must each hold whole rows: a row longer than a block (a large
+        TOASTed value) makes the chunk read again, from its start, in blocks four times as large (up to
+        1 GiB); files it had published are written again under the same names."""
         if csv.stat().st_size == 0:
             return 0
+        start = (list(self.names), self.written, list(self._batches), self._size)
+        block = _BLOCK_BYTES
+        while True:
+            try:
+                return self._read_csv(csv, block)
+            except pa.ArrowInvalid as exc:
+                if "straddl" not in str(exc) or block >= _LARGEST_BLOCK:
+                    raise
+                names, self.written, batches, self._size = start
+                self.names, self._batches = list(names), list(batches)
+                block = min(block * 4, _LARGEST_BLOCK)
+
+    def _read_csv(self, csv: Path, block_size: int) -> int:
         width = len(self.rows.columns)
         names = ["_", *(f"c{i}" for i in range(width))]
         reader = pacsv.open_csv(
             csv,
-            read_options=pacsv.ReadOptions(column_names=names, block_size=_BLOCK_BYTES),
+            read_options=pacsv.ReadOptions(column_names=names, block_size=block_size),
             parse_options=pacsv.ParseOptions(newlines_in_values=True),
             convert_options=pacsv.ConvertOptions(
                 column_types={name: pa.string() for name in names},

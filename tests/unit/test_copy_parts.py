@@ -111,3 +111,15 @@ def test_a_table_of_no_columns_copies_its_rows(tmp_path: Path) -> None:
     assert parts.write_csv(tmp_path / "rows.csv") == 2
     rows = _rows(tmp_path, parts.close())
     assert [(r["column_names"], r["column_values"], r["primary_key"]) for r in rows] == [([], [], [])] * 2
+
+
+def test_a_row_longer_than_a_read_block_is_copied_whole(tmp_path: Path) -> None:
+    """A value of 9 MiB (a TOASTed document) is longer than the 4 MiB blocks the CSV is read in: the chunk is
+    read again in larger blocks, and every row lands once, in order, in files of about the limit."""
+    rows = [*VALUES[:50], ("50", "y" * (9 << 20), "big"), *VALUES[51:120]]
+    parts = SnapshotParts(LandingFolder(str(tmp_path)), "b-00000", 100_000, ROWS, 0)
+    assert parts.write_csv(_csv(tmp_path / "rows.csv", rows)) == len(rows)
+    names = parts.close()
+    assert [tuple(r["column_values"]) for r in _rows(tmp_path, names)] == rows
+    assert [r["position"] for r in _rows(tmp_path, names)] == list(range(1, len(rows) + 1))
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".parquet") == sorted(names)
