@@ -75,16 +75,15 @@ class TableCopy:
 
 @dataclass(frozen=True)
 class Chunk:
-    """A range of a table's heap blocks (``end`` None: to the end), where it falls in the transaction, and
-    the most rows a block of this server holds (``MaxHeapTuplesPerPage``): its rows' positions start after
-    ``start * rows_per_block``, so no two chunks' positions meet."""
+    """A range of a table's heap blocks (``end`` None: to the end), whether it is the table's first (where a
+    re-snapshot's truncate goes), and the most rows a block of this server holds (``MaxHeapTuplesPerPage``):
+    its rows' positions start after ``start * rows_per_block``, so no two chunks' positions meet."""
 
     index: int
     start: int
     end: int | None
     first: bool
-    last: bool
-    rows_per_block: int = 291  # 8 KiB blocks
+    rows_per_block: int
 
 
 def copy_table(copy: TableCopy, conn: psycopg.Connection[Any], processes: int) -> tuple[int, list[str]]:
@@ -210,22 +209,13 @@ def _heap(conn: psycopg.Connection[Any], table: SnapshotTable) -> tuple[int, int
     return blocks, per_block
 
 
-def _chunks(blocks: int, file_bytes: int, rows_per_block: int = 291) -> list[Chunk]:
+def _chunks(blocks: int, file_bytes: int, rows_per_block: int) -> list[Chunk]:
     """Ranges of about ``file_bytes`` of heap each; the last open-ended (rows added after the sizing are
     not in the snapshot, but a table may have grown)."""
     step = max(1, file_bytes // _BLOCK_BYTES)
     starts = list(range(0, max(blocks, 1), step))
-    return [
-        Chunk(
-            i,
-            start,
-            starts[i + 1] if i + 1 < len(starts) else None,
-            i == 0,
-            i + 1 == len(starts),
-            rows_per_block,
-        )
-        for i, start in enumerate(starts)
-    ]
+    ends: list[int | None] = [*starts[1:], None]
+    return [Chunk(i, start, ends[i], i == 0, rows_per_block) for i, start in enumerate(starts)]
 
 
 def _copy_rows(conn: psycopg.Connection[Any], copy: TableCopy, chunk: Chunk, csv: Path) -> None:

@@ -19,11 +19,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from psycopg import sql
 
-__all__ = ["NUMBER_TYPES", "SnapshotColumn", "SnapshotTable", "values_query"]
+__all__ = ["SnapshotColumn", "SnapshotTable", "values_query"]
 
-#: base types wal2json prints as JSON numbers (by type OID: a domain over them is printed as a string)
-NUMBER_TYPES = frozenset({"int2", "int4", "int8", "oid", "float4", "float8", "numeric"})
-#: the number types with NaN and ±Infinity, which wal2json prints as ``null``
+#: the number types with NaN and ±Infinity, which wal2json prints as ``null`` (by type OID: a domain over
+#: them is printed as a string, its text)
 _SPECIAL_TYPES = frozenset({"float4", "float8", "numeric"})
 
 

@@ -43,7 +43,7 @@ from resolver.formats.snapshot_files import SNAPSHOT_SCHEMA, SUFFIX
 __all__ = ["SnapshotParts", "SnapshotRows"]
 
 #: bytes of CSV read at a time (a row group each), and the most a row that does not fit may make it
-_BLOCK_BYTES, _LARGEST_BLOCK = 4 << 20, 1 << 30
+_READ_BLOCK, _LARGEST_READ_BLOCK = 4 << 20, 1 << 30
 
 
 @dataclass(frozen=True)
@@ -96,16 +96,16 @@ class SnapshotParts:
         if csv.stat().st_size == 0:
             return 0
         start = (list(self.names), self.written, list(self._batches), self._size)
-        block = _BLOCK_BYTES
+        block = _READ_BLOCK
         while True:
             try:
                 return self._read_csv(csv, block)
             except pa.ArrowInvalid as exc:
-                if "straddl" not in str(exc) or block >= _LARGEST_BLOCK:
+                if "straddl" not in str(exc) or block >= _LARGEST_READ_BLOCK:
                     raise
                 names, self.written, batches, self._size = start
                 self.names, self._batches = list(names), list(batches)
-                block = min(block * 4, _LARGEST_BLOCK)
+                block = min(block * 4, _LARGEST_READ_BLOCK)
 
     def _read_csv(self, csv: Path, block_size: int) -> int:
         width = len(self.rows.columns)
