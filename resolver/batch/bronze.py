@@ -1,7 +1,8 @@
 """The append-only ``bronze/change_events`` table: every change event accepted, once (``write_bronze``).
- One write per batch (``resolver.batch.ingest.ingest``), whatever the data: an insert-only MERGE whose ON
-clause carries the batch's commit-LSN range as literals so Delta skips bronze files outside it; the first
-batch appends.
+ One write per batch (``resolver.batch.ingest.ingest``), whatever the data: the batch's events
+left-anti-joined with bronze's on their identity, the join carrying the batch's commit-LSN range as
+literals so Delta skips bronze files outside it, and appended (``resolver.lake.delta.insert_new``, under
+the lake's lock); the first batch appends without the join.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def write_bronze(
     spark: SparkSession, path: str, events: DataFrame, lo: int | None, hi: int | None, files: Sequence[str]
 ) -> tuple[dict[str, int], int]:
     """Append the events bronze (the Delta table at ``path``: ``resolver.lake.folders.Lake.bronze``) does not
-    have yet. Returns the MERGE metrics and bronze's version."""
+    have yet. Returns what ``delta.insert_new`` returns: the rows added and bronze's version."""
     table = delta.ensure_table(
         spark,
         path,

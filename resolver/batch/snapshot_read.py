@@ -4,8 +4,8 @@ Python parse and nothing to stitch. A snapshot file is named ``*.parquet`` in th
 mix them with wal2json or Debezium files of any format, since what they hold is the format-free event.
 
 Each event is named by the file it came from as the batch names it (``source_file``), its line the row's
-place in its file. A local ``.parquet`` file that is not a snapshot file (no ``resolver.snapshot`` in its
-metadata) is refused in one line before anything is read.
+place in its file. A ``.parquet`` file that is not a snapshot file (no ``resolver.snapshot`` in its
+metadata), local or in object storage, is refused in one line before anything is read.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from itertools import chain
 
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -36,8 +37,7 @@ def read_snapshots(spark: SparkSession, files: Sequence[str], columns: Sequence[
     event's ``kind`` ``event``, its ``role`` ``SNAPSHOT_ROLE``, the columns the parse has for other records
     NULL."""
     for path in files:
-        if not is_uri(path):
-            _check_local(path)
+        _check(spark, path)
     parts = [_read(spark, group) for group in _by_unique_name(files)]
     events = parts[0]
     for part in parts[1:]:
@@ -85,19 +85,33 @@ def _by_unique_name(files: Sequence[str]) -> list[list[str]]:
     return [g[1] for g in groups]
 
 
-def _check_local(path: str) -> None:
-    import pyarrow.parquet as pq
-
+def _check(spark: SparkSession, path: str) -> None:
+    """Refuse ``path`` in one line unless its Parquet footer names the snapshot format: its key-value
+    metadata read through Hadoop's file systems (the session's, so ``s3a://`` and the other object stores
+    as the batch itself reads them: the footer only, a ranged read), no Spark job."""
+    jvm = spark._jvm  # noqa: SLF001
+    assert jvm is not None
+    hadoop = jvm.org.apache.hadoop
     try:
-        metadata = pq.read_schema(path).metadata or {}
-    except Exception as exc:
-        first = (str(exc).strip().splitlines() or [""])[0]
+        where = hadoop.fs.Path(path if is_uri(path) else f"file://{path}")
+        conf = spark._jsc.hadoopConfiguration()  # noqa: SLF001
+        opened = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(
+            jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(where, conf)
+        )
+        try:
+            metadata = dict(opened.getFooter().getFileMetaData().getKeyValueMetaData())
+        finally:
+            opened.close()
+    except Py4JJavaError as exc:
+        message = str(exc.java_exception.getMessage() or exc.java_exception.toString())
+        first = (message.strip().splitlines() or [""])[0]
         raise ConfigError(
             f"{path!r} is not a snapshot file ({first}): expected one resolver capture wrote"
         ) from None
-    if metadata.get(FORMAT_KEY) != FORMAT_VERSION:
-        found = metadata.get(FORMAT_KEY, b"no such key").decode(errors="replace")
+    key, version = FORMAT_KEY.decode(), FORMAT_VERSION.decode()
+    if metadata.get(key) != version:
+        found = metadata.get(key, "no such key")
         raise ConfigError(
-            f"{path!r} is a Parquet file but not a snapshot file ({FORMAT_KEY.decode()}: {found}): expected "
-            f"one resolver capture wrote ({FORMAT_KEY.decode()}={FORMAT_VERSION.decode()})"
+            f"{path!r} is a Parquet file but not a snapshot file ({key}: {found}): expected "
+            f"one resolver capture wrote ({key}={version})"
         )

@@ -39,8 +39,8 @@ _SCHEMA_LOG_LOCK = threading.Lock()
 
 def write_schema_log(spark: SparkSession, path: str, rows: list[dict[str, Any]]) -> None:
     """Append schema changes to the lake's schema log at ``path`` (``_resolver/schema_log``), before the
-    tables change: a rerun after a crash finds the same rows and adds nothing (an insert-only MERGE; a log
-    that holds no commit but its creation is appended to, four Spark jobs fewer). Table threads take
+    tables change: a rerun after a crash finds the same rows and adds nothing (``delta.insert_new``; a log
+    that holds no commit but its creation is appended to without the lookup). Table threads take
     turns."""
     if not rows:
         return

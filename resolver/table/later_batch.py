@@ -38,8 +38,8 @@ class LaterBatch:
     def store(self, events: BatchEvents) -> Stored:
         """Explode the batch and add its new rows to the change store, with the truncates a new table kept.
         When the lake held none of the batch's events (``events.unseen``: bronze took them all as new, and the
-        store only ever holds events bronze took before), they are appended blindly; otherwise by an
-        insert-only MERGE on (commit LSN, position), bounded by the batch's LSN range, which skips those
+        store only ever holds events bronze took before), they are appended blindly; otherwise by
+        ``delta.insert_new`` on (commit LSN, position), bounded by the batch's LSN range, which skips those
         held already."""
         spark, layout, store = self.spark, self.layout, self.tables.store
         name = layout.table

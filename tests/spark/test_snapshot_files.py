@@ -119,3 +119,18 @@ def test_a_parquet_file_that_is_not_a_snapshot_file_is_refused_in_one_line(
         "expected one resolver capture wrote (resolver.snapshot=1)"
     )
     assert not (tmp_path / "lake").exists()  # refused before anything was written
+    # named by a URI (as a file in object storage is): its footer read through Hadoop's file system
+    with pytest.raises(ConfigError) as refused:
+        ingest(spark, [f"file://{other}"], str(tmp_path / "lake"), "wal2json-v2")
+    assert str(refused.value) == (  # the file as the batch names it (Hadoop's form of a local URI)
+        f"'file:{other}' is a Parquet file but not a snapshot file (resolver.snapshot: no such key): "
+        "expected one resolver capture wrote (resolver.snapshot=1)"
+    )
+    broken = tmp_path / "broken.parquet"
+    broken.write_bytes(b"not parquet at all")
+    with pytest.raises(ConfigError) as refused:
+        ingest(spark, [str(broken)], str(tmp_path / "lake"), "wal2json-v2")
+    assert str(refused.value).startswith(f"{str(broken)!r} is not a snapshot file (")
+    assert str(refused.value).endswith("): expected one resolver capture wrote")
+    assert "\n" not in str(refused.value)
+    assert not (tmp_path / "lake").exists()
