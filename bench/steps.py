@@ -34,9 +34,9 @@ SEED000 = [
 #: the steps ``resolver`` names (``resolver.batch.ingest.ingest`` and ``resolver.table.apply.apply_table``),
 #: in order
 STEPS = (
-    "plan", "read and count", "quarantine", "bronze", "tables", "explode", "store merge", "store append",
-    "affected keys", "read changes", "resolve", "read history", "diff history", "counts", "history merge",
-    "history append", "snapshot merge", "snapshot append",
+    "plan", "read and count", "quarantine", "bronze", "schema log", "tables", "explode", "store merge",
+    "store append", "affected keys", "read changes", "resolve", "read history", "diff history", "counts",
+    "history merge", "history append", "snapshot merge", "snapshot append",
 )  # fmt: skip
 _STEP = re.compile(r"(?:^|: )(" + "|".join(re.escape(s) for s in STEPS) + r")(?=$|: | - )")
 

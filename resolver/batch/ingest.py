@@ -142,11 +142,11 @@ def apply_planned(
     refused = plan.unapplied
     for table, why in sorted(refused.items()):
         log.info("table %s not applied: %s", table, why)
-    write_schema_log(
-        spark,
-        plan.lake.schema_log,
-        [e for t, layout in plan.layouts.items() if layout and t not in refused for e in layout.schema_log],
-    )
+    logged = [
+        e for t, layout in plan.layouts.items() if layout and t not in refused for e in layout.schema_log
+    ]
+    with step(spark, "ingest", "schema log"):  # its jobs were counted under no step
+        write_schema_log(spark, plan.lake.schema_log, logged)
 
     def one(table: str) -> tuple[TableSummary, DataFrame | None]:
         result: tuple[TableSummary, DataFrame | None]
