@@ -1,13 +1,16 @@
-"""When a table's silver tables write deletion vectors: from the size its change store reaches on.
- A MERGE into a table with deletion vectors marks the rows it replaces in a small file instead of rewriting
-every file they are in. That saves rewriting unchanged rows, which is what a large table needs, but costs a
-fixed extra phase of about seven Spark jobs per MERGE (measured: 17 jobs and 2.8 s against 10 jobs and 1.4 s
-for a 4-row MERGE into a 100-row table). Below a few tens of megabytes, rewriting the touched files costs
-less than that phase, so silver tables are created with the deletion-vector table feature supported (readers
-need the same protocol either way) but not in use, and turn it on, once and for good, when the table's
-change store grows past ``spark.resolver.deletionVectors.fromBytes`` (default 32 MiB: about a million
-rows, where rewriting costs about as much as the fixed phase). Tables created with deletion vectors on
-(before this policy) keep them.
+"""When a table's silver tables write deletion vectors: only from the change-store size a user sets.
+
+A MERGE into a table with deletion vectors marks the rows it replaces in a small file instead of rewriting
+every file they are in. That saves rewriting unchanged rows, but on this project's machine it never saved
+time: it runs a fixed extra phase of Spark jobs per MERGE (a 4-row MERGE into a 100-row table: 17 jobs and
+2.8 s against 10 jobs and 1.4 s), and on tables shaped like ``pgbench_accounts`` with about 58,000 updated
+rows per batch spread over every file (``python -m bench.merge_cost``, 2026-12-03) the history MERGE took
+longer with them at 1, 4 and 10 million rows alike (10 million: 14.4 s against 10.3 s copying 10 million
+rows), while writing a fraction of the bytes. So silver tables are created with the deletion-vector table
+feature supported (readers need the same protocol either way) but not in use, and turn it on, once and for
+good, only when ``spark.resolver.deletionVectors.fromBytes`` is set and the table's change store has grown
+past it (0: from the table's second batch) — for a lake where rewritten bytes cost more than time, such as
+an object store billed by the byte. Tables created with deletion vectors on (before this policy) keep them.
 """
 
 from __future__ import annotations
@@ -23,19 +26,22 @@ from resolver.tablelayout import TableLayout
 
 log = logging.getLogger(__name__)
 
-#: the Spark setting that says from which change-store size (bytes) the silver tables use deletion vectors
+#: the Spark setting that says from which change-store size (bytes) the silver tables use deletion vectors;
+#: not set: never (they are created without them in use)
 FROM_BYTES_SETTING = "spark.resolver.deletionVectors.fromBytes"
-FROM_BYTES_DEFAULT = 32 * 1024 * 1024
 
 #: what a new silver table is created with: the feature in its protocol, not in use
 OFF = {"delta.feature.deletionVectors": "supported", "delta.enableDeletionVectors": "false"}
 ON = {"delta.enableDeletionVectors": "true"}
 
 
-def from_bytes(spark: SparkSession) -> int:
-    """The change-store size from which silver tables use deletion vectors; ``ConfigError`` (one line) for a
-    setting that is not a whole number of bytes (``plan_changes`` asks first, before anything is written)."""
-    text = spark.conf.get(FROM_BYTES_SETTING, None) or str(FROM_BYTES_DEFAULT)
+def from_bytes(spark: SparkSession) -> int | None:
+    """The change-store size from which silver tables use deletion vectors (None: not set, never);
+    ``ConfigError`` (one line) for a setting that is not a whole number of bytes (``plan_changes`` asks
+    first, before anything is written)."""
+    text = spark.conf.get(FROM_BYTES_SETTING, None)
+    if not text:
+        return None
     try:
         value = int(text)
     except ValueError:
@@ -47,12 +53,13 @@ def from_bytes(spark: SparkSession) -> int:
 
 def turn_on(spark: SparkSession, layout: TableLayout, silver: list[tuple[str, DeltaTable | None]]) -> bool:
     """Turn deletion vectors on for the table's kept silver tables (``(path, table)``; None: not kept) when
-    its change store has reached the size for them and the store does not say they are on yet. Returns
-    whether they were turned on now (the batch's marker commit then records it on the store)."""
+    a size is set for them, its change store has reached it and the store does not say they are on yet.
+    Returns whether they were turned on now (the batch's marker commit then records it on the store)."""
     if layout.extra.get("deletion_vectors") == "true":
         return False
+    threshold = from_bytes(spark)
     size = int(layout.extra.get("store_bytes") or 0)
-    if size < from_bytes(spark) or not layout.extra.get("key"):
+    if threshold is None or size < threshold or not layout.extra.get("key"):
         return False
     for path, table in silver:
         if table is not None:
@@ -61,4 +68,4 @@ def turn_on(spark: SparkSession, layout: TableLayout, silver: list[tuple[str, De
     return True
 
 
-__all__ = ["FROM_BYTES_DEFAULT", "FROM_BYTES_SETTING", "OFF", "ON", "from_bytes", "turn_on"]
+__all__ = ["FROM_BYTES_SETTING", "OFF", "ON", "from_bytes", "turn_on"]

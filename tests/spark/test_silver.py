@@ -123,14 +123,16 @@ def test_a_batch_applied_again_is_found_applied_without_resolving(
 def test_deletion_vectors_are_used_once_the_change_store_is_large_enough(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    """Silver tables are created with the deletion-vector feature supported but not in use; once the change
-    store reaches ``spark.resolver.deletionVectors.fromBytes`` (0 here: from the second batch), both turn
-    deletion vectors on for good, the store records it, and the MERGEs that follow (which close versions)
-    write deletion vectors and leave the rows the article expects."""
+    """Silver tables are created with the deletion-vector feature supported but not in use, and without
+    ``spark.resolver.deletionVectors.fromBytes`` they stay so however large the change store is; once the
+    store reaches the setting (0 here: from the second batch), both turn deletion vectors on for good, the
+    store records it, and the MERGEs that follow (which close versions) write deletion vectors and leave the
+    rows the article expects."""
     from delta.tables import DeltaTable
 
-    from resolver.lake.deletion_vectors import FROM_BYTES_SETTING
+    from resolver.lake.deletion_vectors import FROM_BYTES_SETTING, turn_on
     from resolver.lake.folders import DELETION_VECTORS_PROPERTY, changes_path
+    from resolver.tablelayout import TableLayout
 
     def properties(path: str) -> dict[str, str]:
         return dict(DeltaTable.forPath(spark, path).detail().select("properties").first()[0])
@@ -139,6 +141,10 @@ def test_deletion_vectors_are_used_once_the_change_store_is_large_enough(
     table = "public.characters"
     silver = [history_path(lake, table), snapshot_path(lake, table)]
     ingest(spark, [str(SEED / "batch1.json")], lake, "wal2json-v2")
+    assert [properties(p).get("delta.enableDeletionVectors") for p in silver] == ["false", "false"]
+    huge = TableLayout(table, (), ("id",), extra={"key": "id", "store_bytes": str(1 << 50)})
+    assert spark.conf.get(FROM_BYTES_SETTING, None) is None
+    assert not turn_on(spark, huge, [(p, DeltaTable.forPath(spark, p)) for p in silver])
     assert [properties(p).get("delta.enableDeletionVectors") for p in silver] == ["false", "false"]
     spark.conf.set(FROM_BYTES_SETTING, "0")
     try:
