@@ -1,6 +1,8 @@
 """The keys a batch affects, and the held changes of those keys: the keys the batch touches, closed under
 primary-key changes (connected components of the move graph, ``resolver.table.moves.linked_keys``); a
-truncate, a re-key or a dropped column affects every key. Read from the change store in one scan."""
+truncate, a re-key or a dropped column affects every key. Read from the change store in one scan, or, when
+the batch only continues what the table held (``current_rows_suffice``), stood in for by the keys' current
+rows in the snapshot (``seeded_changes``)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from resolver.table.store import key_hash
 from resolver.table.table_steps import Affected, BatchTables, Stored
 from resolver.tablelayout import TableLayout
 
-__all__ = ["affected_keys", "read_changes", "resolve_affected"]
+__all__ = ["affected_keys", "current_rows_suffice", "read_changes", "resolve_affected", "seeded_changes"]
 
 
 def affected_keys(stored: Stored, layout: TableLayout, meta: TableMeta, tables: BatchTables) -> Affected:
@@ -113,6 +115,55 @@ def read_changes(all_changes: DataFrame, affected: Affected, layout: TableLayout
     if affected.nodes is not None and affected.has_moves:
         affected.ranges = key_ranges(keys_of(changes, layout.key), layout.key)
     return changes
+
+
+def current_rows_suffice(affected: Affected, layout: TableLayout, tables: BatchTables) -> bool:
+    """Whether the affected keys' held changes can be stood in for by their current rows in the snapshot
+    (``seeded_changes``): every event of the batch is newer than every keyed change the table held
+    (``affected.after_held``), the table holds no key change or truncate and the batch brings none, no column
+    was dropped (``layout.drops``, ``layout.rescan``: a drop point voids a carried value) and the table keeps
+    a snapshot. Then each affected key's held changes only ever lead to its current row (or to none, when
+    it is deleted), and the batch's events continue from there."""
+    return (
+        affected.after_held
+        and affected.nodes is not None
+        and not affected.has_moves
+        and not affected.has_truncates
+        and not layout.drops
+        and not layout.rescan
+        and tables.snapshot is not None
+    )
+
+
+def seeded_changes(
+    rows: DataFrame, snapshot: DataFrame, affected: Affected, layout: TableLayout
+) -> DataFrame:
+    """The batch's change rows (``rows``, exploded) with, before them, each affected key's current row in
+    the snapshot as an insert at its version's start (commit LSN and time; every column present),
+    materialized: what ``resolve_versions`` needs when ``current_rows_suffice``. Resolved, they give every
+    version of those keys that ends at or after the batch's first commit, as the held changes would: a
+    key's state before the batch is its current row, and every column absent from a later update carries
+    that row's value, as it carried the value of the event that set it. The read costs the affected keys'
+    rows of the snapshot (bounded by ``affected.ranges``), not every change they ever had."""
+    key_t = layout.key_struct_type()
+    current = snapshot
+    for bound in range_sql(affected.ranges, ""):
+        current = current.filter(bound)
+    key = F.struct(*[sql.col(k) for k in layout.key])
+    current = current.withColumn("node", key_hash(key)).join(F.broadcast(affected.nodes), "node", "left_semi")
+    seeds = current.select(
+        F.col("__start_lsn").alias("__lsn"),
+        F.lit(-1).alias("__pos"),
+        F.lit("insert").alias("__op"),
+        F.col("__start_time").alias("__time"),
+        key.cast(key_t).alias("__key"),
+        F.lit(None).cast(key_t).alias("__old_key"),
+        F.array(*[F.lit(c) for c in layout.names]).alias("__present"),
+        *[sql.col(c) for c in layout.names],
+    )
+    kept = ["__lsn", "__pos", "__op", "__time", "__key", "__old_key", "__present"]
+    batch = rows.select(*kept, *[sql.col(c) for c in layout.names])
+    return seeds.unionByName(batch).localCheckpoint(eager=True)
 
 
 def resolve_affected(changes: DataFrame, layout: TableLayout, affected: Affected) -> DataFrame:

@@ -5,6 +5,7 @@ the table held) and the snapshot. A run killed part-way is completed by this pat
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -14,7 +15,7 @@ from resolver.lake import delta
 from resolver.plan.tablemeta import TableMeta
 from resolver.spark import sql
 from resolver.spark.steps import step
-from resolver.table.affected import affected_keys, read_changes
+from resolver.table.affected import affected_keys, current_rows_suffice, read_changes, seeded_changes
 from resolver.table.exploded import counting_moves, each_event_once, explode_batch
 from resolver.table.key_ranges import keys_of, range_sql
 from resolver.table.merge import diff_rows, merge_changes, merge_snapshot, merge_versions, replace_snapshot
@@ -24,6 +25,8 @@ from resolver.table.truncates import pending_truncates
 from resolver.tablelayout import TableLayout
 
 __all__ = ["LaterBatch"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -84,7 +87,14 @@ class LaterBatch:
         return affected_keys(stored, self.layout, self.meta, self.tables)
 
     def changes(self, stored: Stored, affected: Affected) -> DataFrame:
-        """The affected keys' held changes, read from the store in one scan."""
+        """The affected keys' held changes, read from the store in one scan; or, when the batch only
+        continues what the table held (``current_rows_suffice``: the common case of a stream applied in
+        order), their current rows in the snapshot with the batch's own rows, so that the read and the
+        resolution grow with the batch, not with the keys' past."""
+        snapshot = self.tables.snapshot
+        if snapshot is not None and current_rows_suffice(affected, self.layout, self.tables):
+            log.debug("%s: the affected keys' current rows read from the snapshot", self.layout.table)
+            return seeded_changes(stored.exploded.rows, snapshot.toDF(), affected, self.layout)
         return read_changes(stored.held, affected, self.layout)
 
     def write_history(self, versions: DataFrame, affected: Affected) -> int:
