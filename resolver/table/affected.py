@@ -28,10 +28,10 @@ def affected_keys(stored: Stored, layout: TableLayout, meta: TableMeta, tables: 
     """The batch's affected keys, looked up among the changes the store holds (``stored.held``). When the
     store marker's key-change and truncate flags and its newest keyed LSN still describe the store before
     this batch (``stored.flags_hold``), no scan is needed. Every key is affected when the key columns
-    changed (``tables.rekeyed``) or the batch brought truncates kept from before the table's first rows
-    (``stored.adopted``)."""
+    changed or a silver table is new beside the store's rows (``tables.whole``), or the batch brought
+    truncates kept from before the table's first rows (``stored.adopted``)."""
     exploded, all_changes, adopted = stored.exploded, stored.held, stored.adopted
-    flags_hold, rekeyed = stored.flags_hold, tables.rekeyed
+    flags_hold, whole = stored.flags_hold, tables.whole
     rows = exploded.rows
     touched = (
         rows.select(key_hash(F.col("__key")).alias("node"))
@@ -72,7 +72,7 @@ def affected_keys(stored: Stored, layout: TableLayout, meta: TableMeta, tables: 
         newest_known=True,
     )
     dropped = any(e["change"] == "dropped" for e in layout.schema_log)  # rows held then lose the column
-    if meta.truncates or rekeyed or adopted or dropped:
+    if meta.truncates or whole or adopted or dropped:
         return found  # a truncate touches every key; a new key, too
     if not has_moves:  # the affected keys are the batch's own
         found.nodes, found.ranges = touched, list(exploded.ranges)

@@ -27,7 +27,14 @@ __all__ = ["mark_applied", "open_batch_tables"]
 
 
 def open_batch_tables(spark: SparkSession, paths: TablePaths, layout: TableLayout) -> BatchTables:
-    """The table's Delta tables, created or evolved, and re-keyed when its key columns changed."""
+    """The table's Delta tables, created or evolved, and re-keyed when its key columns changed. A silver table
+    the table's settings keep now but did not before (``outputs``) is created empty beside a change store that
+    holds rows already: ``BatchTables.silver_added`` says so, and the batch then fills it from every change
+    held (every key affected), as a re-key does."""
+    kept = [(layout.history, paths.history), (layout.snapshot, paths.snapshot)]
+    added = bool(layout.extra.get("key")) and any(
+        keep and not DeltaTable.isDeltaTable(spark, path) for keep, path in kept
+    )
     store, history, snapshot = open_tables(spark, paths, layout)
     rekeyed = rekey(spark, paths, layout, store, history, snapshot)
     if rekeyed:  # the tables' schemas changed under these handles
@@ -36,7 +43,7 @@ def open_batch_tables(spark: SparkSession, paths: TablePaths, layout: TableLayou
         snapshot = DeltaTable.forPath(spark, paths.snapshot) if snapshot is not None else None
     silver = [(paths.history, history), (paths.snapshot, snapshot)]
     dv = deletion_vectors.turn_on(spark, layout, silver)
-    return BatchTables(paths, store, history, snapshot, rekeyed, dv)
+    return BatchTables(paths, store, history, snapshot, rekeyed, dv, added)
 
 
 def mark_applied(

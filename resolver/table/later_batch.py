@@ -74,7 +74,7 @@ class LaterBatch:
         done = (
             applied.isdigit()
             and int(applied) + 1 == version  # nothing was committed to the store since the marker
-            and not (self.tables.rekeyed or adopted or layout.rescan or layout.schema_log)
+            and not (self.tables.whole or adopted or layout.rescan or layout.schema_log)
         )  # every event of the batch is in the store, and the silver tables hold all the store has
         return Stored(exploded, store.toDF(), version, adopted, flags_hold, done, moved)
 

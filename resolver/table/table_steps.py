@@ -89,6 +89,14 @@ class BatchTables:
     snapshot: DeltaTable | None
     rekeyed: bool
     deletion_vectors: bool  # deletion vectors were turned on for the silver tables now
+    # a silver table was created now beside a change store that held rows: filled from all of them
+    silver_added: bool = False
+
+    @property
+    def whole(self) -> bool:
+        """Whether every key is affected by the tables themselves: the key columns changed, or a silver table
+        is new beside the rows the store held."""
+        return self.rekeyed or self.silver_added
 
 
 class TableSteps(Protocol):

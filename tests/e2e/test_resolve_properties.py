@@ -436,6 +436,38 @@ def test_a_batch_that_continues_the_table_is_resolved_from_its_current_rows(
 
 
 @pytest.mark.spark
+def test_a_snapshot_kept_from_a_later_batch_on_holds_every_row(
+    spark: SparkSession, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A table kept as a history only (``outputs: [history]``), then with both silver tables: the snapshot,
+    created by that batch, is filled from every change the store held (every key affected), not only from
+    the keys the batch touches; the batch after it, read from the snapshot's current rows, gives the
+    reference's rows too."""
+    from resolver import BatchOptions
+    from resolver.config.pipeline import Output, TableSettings
+
+    first = [
+        *[event(ONE, "insert", 10, i, one(i, f"x{i}", str(i))) for i in (1, 2, 3)],
+        event(ONE, "update", 20, 0, {"id": "1", "a": "y"}),
+    ]
+    second = [event(ONE, "update", 30, 0, {"id": "2", "n": "20"})]
+    third = [
+        event(ONE, "update", 40, 0, {"id": "1", "n": "10"}),
+        event(ONE, "update", 40, 1, {"id": "3", "a": "z"}),
+    ]
+    history_only = BatchOptions(settings=lambda _table: TableSettings(outputs=[Output.HISTORY]))
+    lake = tmp_path / "lake"
+    _apply(spark, [first], lake, history_only)
+    assert not (lake / "silver" / ONE.name).exists()
+    _apply(spark, [second], lake)
+    _check(spark, lake, resolve(first + second, KEYS))
+    caplog.set_level(logging.DEBUG, logger="resolver.table.later_batch")
+    _apply(spark, [third], lake)
+    assert _seeded(caplog) == {ONE.name}
+    _check(spark, lake, resolve(first + second + third, KEYS))
+
+
+@pytest.mark.spark
 def test_a_first_batch_without_updates_carries_columns_past_a_drop_point(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -630,13 +662,13 @@ def test_reference_history_is_consistent_and_order_free(workload: Workload, data
                 assert [a[c] for c in got.columns] != [b[c] for c in got.columns]
 
 
-def _apply(spark: SparkSession, batches: list[list[dict[str, Any]]], lake: Path) -> None:
+def _apply(spark: SparkSession, batches: list[list[dict[str, Any]]], lake: Path, options: Any = None) -> None:
     from resolver import apply_changes
 
     schema = spark_schema(ChangeEvent)
     for batch in batches:
         rows = [tuple(e[f] for f in schema.names) for e in batch]
-        apply_changes(spark, spark.createDataFrame(rows, schema), str(lake))
+        apply_changes(spark, spark.createDataFrame(rows, schema), str(lake), options=options)
 
 
 def _technical(column: str) -> bool:
