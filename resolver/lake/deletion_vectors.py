@@ -6,11 +6,16 @@ time: it runs a fixed extra phase of Spark jobs per MERGE (a 4-row MERGE into a 
 2.8 s against 10 jobs and 1.4 s), and on tables shaped like ``pgbench_accounts`` with about 58,000 updated
 rows per batch spread over every file (``python -m bench.merge_cost``, 2026-12-03) the history MERGE took
 longer with them at 1, 4 and 10 million rows alike (10 million: 14.4 s against 10.3 s copying 10 million
-rows), while writing a fraction of the bytes. So silver tables are created with the deletion-vector table
-feature supported (readers need the same protocol either way) but not in use, and turn it on, once and for
-good, only when ``spark.resolver.deletionVectors.fromBytes`` is set and the table's change store has grown
-past it (0: from the table's second batch) — for a lake where rewritten bytes cost more than time, such as
-an object store billed by the byte. Tables created with deletion vectors on (before this policy) keep them.
+rows), while writing a fraction of the bytes. So silver tables use them only when
+``spark.resolver.deletionVectors.fromBytes`` is set and the table's change store has grown past it (0: from
+the table's second batch), once and for good — for a lake where rewritten bytes cost more than time, such as
+an object store billed by the byte. Without the setting they are created without the deletion-vector table
+feature at all: with the feature merely supported, Delta 4.4 runs two more Spark jobs for every filtered read
+of the table (a 2-stage job and the snapshot's state; a MERGE into it ran as many jobs either way), and a
+batch reads the affected keys' current rows from the snapshot (``resolver.table.affected.seeded_changes``).
+With the setting, they are created with the feature supported, so that readers see the same protocol before
+and after the switch; a table created without it gets the feature when it turns them on. Tables created with
+deletion vectors on (before this policy) keep them.
 """
 
 from __future__ import annotations
@@ -30,8 +35,10 @@ log = logging.getLogger(__name__)
 #: not set: never (they are created without them in use)
 FROM_BYTES_SETTING = "spark.resolver.deletionVectors.fromBytes"
 
-#: what a new silver table is created with: the feature in its protocol, not in use
-OFF = {"delta.feature.deletionVectors": "supported", "delta.enableDeletionVectors": "false"}
+#: what a new silver table is created with: not in use (and, when they may be turned on, the feature in its
+#: protocol already: ``created_with``)
+OFF = {"delta.enableDeletionVectors": "false"}
+SUPPORTED = {"delta.feature.deletionVectors": "supported"}
 ON = {"delta.enableDeletionVectors": "true"}
 
 
@@ -51,6 +58,12 @@ def from_bytes(spark: SparkSession) -> int | None:
     return value
 
 
+def created_with(spark: SparkSession) -> dict[str, str]:
+    """The deletion-vector properties a new silver table is created with: off, and the feature supported
+    only when ``spark.resolver.deletionVectors.fromBytes`` is set (the table may turn them on later)."""
+    return {**OFF, **SUPPORTED} if from_bytes(spark) is not None else dict(OFF)
+
+
 def turn_on(spark: SparkSession, layout: TableLayout, silver: list[tuple[str, DeltaTable | None]]) -> bool:
     """Turn deletion vectors on for the table's kept silver tables (``(path, table)``; None: not kept) when
     a size is set for them, its change store has reached it and the store does not say they are on yet.
@@ -68,4 +81,4 @@ def turn_on(spark: SparkSession, layout: TableLayout, silver: list[tuple[str, De
     return True
 
 
-__all__ = ["FROM_BYTES_SETTING", "OFF", "ON", "from_bytes", "turn_on"]
+__all__ = ["FROM_BYTES_SETTING", "OFF", "ON", "SUPPORTED", "created_with", "from_bytes", "turn_on"]

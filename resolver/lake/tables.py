@@ -29,7 +29,8 @@ log = logging.getLogger(__name__)
 #: change data feed for readers downstream; the deletion-vector feature, in use once the table is large
 #: (``resolver.lake.deletion_vectors``: a MERGE then marks the rows it replaces instead of rewriting every
 #: file they are in; OPTIMIZE / ``resolver optimize`` purges)
-SILVER_PROPERTIES = {"delta.enableChangeDataFeed": "true", **deletion_vectors.OFF}
+#: what every new silver table is created with (and ``deletion_vectors.created_with``)
+SILVER_PROPERTIES = {"delta.enableChangeDataFeed": "true"}
 
 
 TECH_SNAPSHOT = [("__start_lsn", "bigint"), ("__start_time", "timestamp")]
@@ -65,7 +66,7 @@ def open_tables(
     )
     store = _open(spark, paths.changes, store_spec, source, layout)
     history = snapshot = None
-    silver_props = {**SILVER_PROPERTIES, **props}
+    silver_props = {**SILVER_PROPERTIES, **deletion_vectors.created_with(spark), **props}
     if layout.history:
         spec = _Spec(history_schema, silver_props, f"{layout.table}: history (SCD2)", cluster)
         history = _open(spark, paths.history, spec, source, layout)

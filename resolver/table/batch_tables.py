@@ -43,6 +43,9 @@ def open_batch_tables(spark: SparkSession, paths: TablePaths, layout: TableLayou
         snapshot = DeltaTable.forPath(spark, paths.snapshot) if snapshot is not None else None
     silver = [(paths.history, history), (paths.snapshot, snapshot)]
     dv = deletion_vectors.turn_on(spark, layout, silver)
+    if dv:  # the protocol may have gained the feature under these handles: their reads must know it
+        history = DeltaTable.forPath(spark, paths.history) if history is not None else None
+        snapshot = DeltaTable.forPath(spark, paths.snapshot) if snapshot is not None else None
     return BatchTables(paths, store, history, snapshot, rekeyed, dv, added)
 
 

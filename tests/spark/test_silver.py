@@ -123,11 +123,12 @@ def test_a_batch_applied_again_is_found_applied_without_resolving(
 def test_deletion_vectors_are_used_once_the_change_store_is_large_enough(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    """Silver tables are created with the deletion-vector feature supported but not in use, and without
-    ``spark.resolver.deletionVectors.fromBytes`` they stay so however large the change store is; once the
-    store reaches the setting (0 here: from the second batch), both turn deletion vectors on for good, the
-    store records it, and the MERGEs that follow (which close versions) write deletion vectors and leave the
-    rows the article expects."""
+    """Without ``spark.resolver.deletionVectors.fromBytes`` silver tables are created without the deletion-
+    vector feature (it costs every filtered read two Spark jobs) and stay so however large the change
+    store is; with it set, a new lake's silver tables have the feature supported but not in use. Once the
+    store reaches the setting (0 here: from the second batch), both turn deletion vectors on for good (the
+    feature is added to tables created without it), the store records it, and the MERGEs that follow
+    (which close versions) write deletion vectors and leave the rows the article expects."""
     from delta.tables import DeltaTable
 
     from resolver.lake.deletion_vectors import FROM_BYTES_SETTING, turn_on
@@ -137,22 +138,34 @@ def test_deletion_vectors_are_used_once_the_change_store_is_large_enough(
     def properties(path: str) -> dict[str, str]:
         return dict(DeltaTable.forPath(spark, path).detail().select("properties").first()[0])
 
+    def has_feature(path: str) -> bool:
+        features = DeltaTable.forPath(spark, path).detail().select("tableFeatures").first()[0]
+        return "deletionVectors" in features
+
     lake = str(tmp_path / "lake")
     table = "public.characters"
     silver = [history_path(lake, table), snapshot_path(lake, table)]
     ingest(spark, [str(SEED / "batch1.json")], lake, "wal2json-v2")
     assert [properties(p).get("delta.enableDeletionVectors") for p in silver] == ["false", "false"]
+    assert not any(has_feature(p) for p in silver)
     huge = TableLayout(table, (), ("id",), extra={"key": "id", "store_bytes": str(1 << 50)})
     assert spark.conf.get(FROM_BYTES_SETTING, None) is None
     assert not turn_on(spark, huge, [(p, DeltaTable.forPath(spark, p)) for p in silver])
     assert [properties(p).get("delta.enableDeletionVectors") for p in silver] == ["false", "false"]
-    spark.conf.set(FROM_BYTES_SETTING, "0")
+    spark.conf.set(FROM_BYTES_SETTING, str(1 << 50))
     try:
+        other = str(tmp_path / "other")
+        ingest(spark, [str(SEED / "batch1.json")], other, "wal2json-v2")
+        made = [history_path(other, table), snapshot_path(other, table)]
+        assert [properties(p).get("delta.enableDeletionVectors") for p in made] == ["false", "false"]
+        assert all(has_feature(p) for p in made)
+        spark.conf.set(FROM_BYTES_SETTING, "0")
         for name in ("batch2.json", "batch3.json", "batch1.json"):
             ingest(spark, [str(SEED / name)], lake, "wal2json-v2")
     finally:
         spark.conf.unset(FROM_BYTES_SETTING)
     assert [properties(p).get("delta.enableDeletionVectors") for p in silver] == ["true", "true"]
+    assert all(has_feature(p) for p in silver)
     assert properties(changes_path(lake, table)).get(DELETION_VECTORS_PROPERTY) == "true"
     written = DeltaTable.forPath(spark, silver[0]).history().select("operationMetrics").collect()
     metrics = [m[0] or {} for m in written]
