@@ -37,13 +37,9 @@ def open_batch_tables(spark: SparkSession, paths: TablePaths, layout: TableLayou
     )
     store, history, snapshot = open_tables(spark, paths, layout)
     rekeyed = rekey(spark, paths, layout, store, history, snapshot)
-    if rekeyed:  # the tables' schemas changed under these handles
-        store = DeltaTable.forPath(spark, paths.changes)
-        history = DeltaTable.forPath(spark, paths.history) if history is not None else None
-        snapshot = DeltaTable.forPath(spark, paths.snapshot) if snapshot is not None else None
-    silver = [(paths.history, history), (paths.snapshot, snapshot)]
-    dv = deletion_vectors.turn_on(spark, layout, silver)
-    if dv:  # the protocol may have gained the feature under these handles: their reads must know it
+    dv = deletion_vectors.turn_on(spark, layout, [(paths.history, history), (paths.snapshot, snapshot)])
+    if rekeyed or dv:  # the schemas (a re-key) or the silver protocols (a feature) changed under the handles
+        store = DeltaTable.forPath(spark, paths.changes) if rekeyed else store
         history = DeltaTable.forPath(spark, paths.history) if history is not None else None
         snapshot = DeltaTable.forPath(spark, paths.snapshot) if snapshot is not None else None
     return BatchTables(paths, store, history, snapshot, rekeyed, dv, added)
