@@ -7,6 +7,7 @@ does differs (``resolver.table.first_batch``, ``resolver.table.later_batch``).""
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from pyspark.sql import DataFrame, SparkSession
@@ -23,7 +24,7 @@ from resolver.table.first_batch import FirstBatch, is_first_batch
 from resolver.table.later_batch import LaterBatch
 from resolver.table.merge import late_events
 from resolver.table.summaries import already_applied, empty_summary, table_summary
-from resolver.table.table_steps import BatchEvents, TableSteps
+from resolver.table.table_steps import Affected, BatchEvents, BatchTables, TableSteps
 from resolver.table.truncates import defer_truncates
 
 log = logging.getLogger(__name__)
@@ -62,11 +63,32 @@ def apply_table(
     with step(spark, name, "counts"):
         counts = {"moved": moved_events(stored.exploded, stored.moved), "bad": stored.exploded.bad}
         counts["late"] = late_events(stored.exploded.rows, changes) if affected.late_possible else 0
-    if tables.history is not None:
-        counts["h_total"] = steps.write_history(versions, affected)
-    if tables.snapshot is not None:
-        written = steps.write_snapshot(versions, changes, affected)
-        counts.update({f"s_{action}": n for action, n in written.items()})
+    h_total, written = write_silver(steps, tables, versions, changes, affected)
+    if h_total is not None:
+        counts["h_total"] = h_total
+    counts.update({f"s_{action}": n for action, n in written.items()})
     bad = bad_value_records(stored.exploded.rows, layout) if counts["bad"] else None
     mark_applied(spark, layout, tables, stored.version, affected)
     return table_summary(layout, meta, counts, affected.rounds), bad
+
+
+def write_silver(
+    steps: TableSteps, tables: BatchTables, versions: DataFrame, changes: DataFrame, affected: Affected
+) -> tuple[int | None, dict[str, int]]:
+    """Write the history and the snapshot the table keeps (the history's rows written, None when it keeps
+    none; the snapshot's by action, empty when it keeps none). The two write different Delta tables from
+    the same materialized versions, and neither reads the other, so with both kept the history's MERGE runs
+    on a thread of its own while this one runs the snapshot's: a MERGE's driver work (Delta's log, the
+    query's planning) overlaps the other's Spark jobs. A failure of either fails the batch, as before; a
+    run cut short between them is completed by applying the batch again, whichever committed."""
+    if tables.history is None or tables.snapshot is None:
+        h_total = steps.write_history(versions, affected) if tables.history is not None else None
+        written = steps.write_snapshot(versions, changes, affected) if tables.snapshot is not None else {}
+        return h_total, written
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="history") as side:
+        history = side.submit(steps.write_history, versions, affected)
+        try:
+            written = steps.write_snapshot(versions, changes, affected)
+        finally:
+            h_total = history.result()  # waited for (and its error raised) whatever the snapshot's did
+    return h_total, written

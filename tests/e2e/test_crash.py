@@ -1,8 +1,9 @@
 """A batch cut short between its writes is completed by applying it again.
 
-``ingest`` writes, per table, the change store, then the history, then the snapshot, then the store's
-``resolver.appliedVersion`` marker (four Delta commits), and tables are applied on parallel threads, so a
-crash can leave any table with any prefix of those writes done. The state is built from real lakes: one
+``ingest`` writes, per table, the change store, then the history and the snapshot (their MERGEs at once,
+on two threads), then the store's ``resolver.appliedVersion`` marker (four Delta commits), and tables are
+applied on parallel threads, so a crash can leave any table with the store written and either silver table,
+both or neither. The state is built from real lakes: one
 lake after batch 1 ("before") and one after batches 1 and 2 ("after"); the crashed lake is the "after"
 lake with some of each table's silver tables taken from "before" and its store's last commit (the marker)
 taken off, each table cut at a different point. Applying batch 2 again must give exactly the "after" lake,

@@ -387,8 +387,8 @@ def test_a_batch_that_continues_the_table_is_resolved_from_its_current_rows(
     (``resolver.table.affected.seeded_changes``), and gives the reference's rows: updates that omit columns
     (carried from the current row), an update to the values the row has (no new version), a hot key with a
     version per transaction and two updates in one, a delete and a re-insert in one transaction, an update
-    of a deleted key (its absent column NULL), a composite text key. The same batches delivered the other
-    way round (late events: the store is read) give the same rows."""
+    of a deleted key (its absent column NULL), a composite text key. (The same events delivered out of order
+    take the store's path, which the property tests below check against the same reference.)"""
     first = [
         event(ONE, "insert", 10, 0, one(1, "x", "1")),
         event(ONE, "insert", 10, 1, one(2, "y", "2")),
@@ -429,10 +429,6 @@ def test_a_batch_that_continues_the_table_is_resolved_from_its_current_rows(
     ]  # fmt: skip
     assert sum(v["id"] == "1" for v in expected[ONE.name].history) == 7
     _check(spark, lake, expected)
-    caplog.clear()
-    _apply(spark, [third, second, first], tmp_path / "reversed")
-    assert not _seeded(caplog)
-    _check(spark, tmp_path / "reversed", expected)
 
 
 @pytest.mark.spark
