@@ -1,8 +1,9 @@
 """One batch, as its steps (``ingest``): read the files, plan the batch against the lake (which may refuse it
 before anything is written), quarantine what could not be read or what a policy refused, append what is new
-to bronze, then bring every table's silver tables up to date (``apply_planned``: the tables on a pool of
-threads, a table's steps in ``resolver.table.apply.apply_table``) and quarantine the values that did not fit
-their columns. ``resolver.batch.silver.apply_changes`` takes the same last steps for a DataFrame of events."""
+to bronze (the batch's schema changes logged beside it), then bring every table's silver tables up to date
+(``apply_tables``: the tables on a pool of threads, a table's steps in ``resolver.table.apply.apply_table``)
+and quarantine the values that did not fit their columns. ``resolver.batch.silver.apply_changes`` takes the
+same last steps for a DataFrame of events (``apply_planned``: the schema log, then the tables)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ from resolver.table.apply import apply_table
 from resolver.table.summaries import empty_summary
 from resolver.table.table_steps import BatchEvents
 
-__all__ = ["apply_planned", "ingest", "ingest_batch"]
+__all__ = ["apply_planned", "apply_tables", "ingest", "ingest_batch", "log_schema_changes"]
 
 log = logging.getLogger(__name__)
 
@@ -87,12 +88,19 @@ def ingest_batch(
         with expressions_for(spark, counts["events"]):  # a small batch's expressions interpreted
             unread, refused = _quarantine(spark, lake.quarantine, batch, plan, counts["quarantined"])
             events = plan.accepted if plan.accepted is not None else batch.events
-            with step(spark, "ingest", "bronze"):
-                lo, hi = counts.get("min_commit_lsn"), counts.get("max_commit_lsn")
-                metrics, version = write_bronze(spark, lake.bronze, events, lo, hi, batch.files)
+            # bronze and the schema log are different Delta tables, and neither is read before the tables'
+            # steps: the schema log's write (a lake's first batch, a schema change) runs beside bronze's
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="schema-log") as side:
+                logged = side.submit(log_schema_changes, spark, plan)
+                try:
+                    with step(spark, "ingest", "bronze"):
+                        lo, hi = counts.get("min_commit_lsn"), counts.get("max_commit_lsn")
+                        metrics, version = write_bronze(spark, lake.bronze, events, lo, hi, batch.files)
+                finally:
+                    logged.result()  # waited for (and its error raised) whatever bronze's write did
             accepted = metrics.get("numTargetRowsInserted", 0)
             unseen = accepted > 0 and accepted == counts["events"]  # then no change store holds any of them
-            tables, bad = apply_planned(spark, BatchEvents(events, unseen), plan, options)
+            tables, bad = apply_tables(spark, BatchEvents(events, unseen), plan, options)
             write_records(spark, lake.quarantine, bad, batch.format.value)
     finally:
         batch.unpersist()
@@ -131,22 +139,36 @@ def apply_planned(
     spark: SparkSession, events: BatchEvents, plan: BatchPlan, options: BatchOptions
 ) -> tuple[list[TableSummary], DataFrame | None]:
     """Apply a planned batch (``plan_changes``) to every table's silver tables: the batch's schema changes
-    are logged first, then the tables are applied on a pool of threads (``resolver.table.apply.apply_table``).
-    Returns the tables' summaries, sorted by table name, and the records of values that did not fit their
-    columns, for the quarantine (None: there were none). ``events.unseen`` says the lake held none of these
-    events before (``ingest`` knows it from bronze's write): each table's change store is then appended to
-    without looking for them first."""
+    are logged first (``log_schema_changes``), then the tables are applied (``apply_tables``)."""
+    log_schema_changes(spark, plan)
+    return apply_tables(spark, events, plan, options)
+
+
+def log_schema_changes(spark: SparkSession, plan: BatchPlan) -> None:
+    """Append the batch's schema changes of the tables it applies to the lake's schema log, before any
+    table changes (``resolver.plan.schemalog.write_schema_log``; nothing when there are none)."""
+    refused = plan.unapplied
+    logged = [
+        e for t, layout in plan.layouts.items() if layout and t not in refused for e in layout.schema_log
+    ]
+    with step(spark, "ingest", "schema log"):  # its jobs were counted under no step
+        write_schema_log(spark, plan.lake.schema_log, logged)
+
+
+def apply_tables(
+    spark: SparkSession, events: BatchEvents, plan: BatchPlan, options: BatchOptions
+) -> tuple[list[TableSummary], DataFrame | None]:
+    """Apply a planned batch whose schema changes are logged to every table's silver tables, on a pool of
+    threads (``resolver.table.apply.apply_table``). Returns the tables' summaries, sorted by table name, and
+    the records of values that did not fit their columns, for the quarantine (None: there were none).
+    ``events.unseen`` says the lake held none of these events before (``ingest`` knows it from bronze's
+    write): each table's change store is then appended to without looking for them first."""
     if plan.accepted is not None:
         events = replace(events, rows=plan.accepted)
     meta = plan.meta
     refused = plan.unapplied
     for table, why in sorted(refused.items()):
         log.info("table %s not applied: %s", table, why)
-    logged = [
-        e for t, layout in plan.layouts.items() if layout and t not in refused for e in layout.schema_log
-    ]
-    with step(spark, "ingest", "schema log"):  # its jobs were counted under no step
-        write_schema_log(spark, plan.lake.schema_log, logged)
 
     def one(table: str) -> tuple[TableSummary, DataFrame | None]:
         result: tuple[TableSummary, DataFrame | None]
