@@ -1,5 +1,6 @@
 """Apply a planned batch of change events to every table's silver snapshot and history (``docs/silver.md``):
-``apply_planned`` (the batch's part after bronze, ``resolver.batch.ingest.ingest``) and ``apply_changes`` (the
+``apply_planned`` (the batch's part after bronze: the schema log, then the tables; ``resolver.batch.ingest``
+logs the schema beside bronze's write and calls ``apply_tables`` itself) and ``apply_changes`` (the
 library's call for any DataFrame of change events: plan, apply, quarantine).
 
 1. ``resolver.plan.batch_plan``: one small aggregate over the events (``resolver.plan.metadata``), then each
