@@ -9,7 +9,10 @@ applied to a lake, on a private PostgreSQL 15 + wal2json (the tests' harness):
 2. **Initial load**: the snapshot files applied as one ``ingest`` (rows per second).
 3. **One batch** (goal: >= 10,000 events per second): ``pgbench -c CLIENTS -t ...`` runs ``--transactions``
    TPC-B transactions (3 updates and 1 insert each), one ``capture_once`` lands them, and one ``ingest``
-   applies every landed file: events per second of that ingest.
+   applies every landed file: events per second of that ingest. Beside it, its **floor**
+   (``bench.busy_floor``): the same batch's writes alone, made with plain Delta operations to a copy of the
+   lake before it, their sources given: the most events per second any resolver keeping these Delta tables
+   reaches here.
 4. **Keep-up** (goal: ratio <= 1 at 1,000 transactions per second): for each ``--rates`` rate, ``pgbench -R
    RATE -T SECONDS`` while a capture lands the changes every ``--period`` seconds of the source's time, then
    each period's files are applied by one ``ingest``, as a scheduled ``resolver run`` would: the ratio is
@@ -83,8 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--period", type=int, default=60, help="seconds of source time per scheduled run")
     parser.add_argument("--keep", action="store_true", help="keep the files in the temporary folder")
     args = parser.parse_args(argv)
+    from bench.busy_floor import write_floor, writes_of_batch
     from resolver import local_session
     from resolver.capture.snapshot import CaptureOptions, capture_once
+    from resolver.spark.parallelism import parallel_tables
     from tests.harness.postgres import PgServer
 
     work = Path(tempfile.mkdtemp(prefix="bench-busy-"))
@@ -101,11 +106,20 @@ def main(argv: list[str] | None = None) -> int:
             load, rows = _timed_ingest(spark, _files(snapshot), lake)
             lines.append(f"initial load   {rows} rows in {load:.1f} s = {rows / load:,.0f} rows/s")
             _pgbench(db, "-n", "-c", "4", "-j", "2", "-t", str(args.transactions // 4))
+            before = work / "lake-before"
+            shutil.copytree(lake, before)
             batch, events = _timed_ingest(spark, _files(capture_once(options)), lake)
             lines.append(
                 f"one batch      {events} events of {args.transactions} transactions in {batch:.1f} s = "
                 f"{events / batch:,.0f} events/s (goal >= 10,000)"
             )
+            writes = writes_of_batch(spark, str(before), str(lake), str(work / "floor-sources"))
+            floor = write_floor(spark, str(before), writes, parallel_tables(spark))
+            lines.append(
+                f"  its floor    the same batch's writes alone, sources given (bench/busy_floor.py): "
+                f"{floor:.1f} s = {events / floor:,.0f} events/s; ours {batch / floor:.2f}x the floor"
+            )
+            shutil.rmtree(before, ignore_errors=True)
             ratios = {}
             for rate in [int(r) for r in args.rates.split(",") if r.strip()]:
                 ratios[rate] = keep_up(spark, db, options, rate, args.seconds, args.period, lake)
