@@ -3,12 +3,13 @@
 Spark's expressions interpreted instead of compiled.
 
 Spark compiles every query's expressions into Java classes (whole-stage code generation), and the JVM then
-compiles those classes again to machine code. A batch runs a few dozen queries per table, each planned anew
-with the batch's own literals (LSN bounds, key ranges), so none of that code is reused, and on a small batch
-into small tables compiling it costs more than running it would. Later batches on 2 cores, warm: 100 events
-on each of 4 tables, 28-30 s compiled against 21-23 s interpreted (one session per mode); side by side in
-one session, 10,000 events on each of 2 tables, 17-19 s against 15-17 s, and 60,000 events on one table,
-19-21 s against 22-31 s (there compiling pays).
+compiles those classes again to machine code. A batch runs a few dozen queries per table, and those planned
+with the batch's own literals (LSN bounds, key ranges) are compiled anew for every batch (the rest are kept
+when the session keeps enough classes: ``spark.sql.codegen.cache.maxEntries``, ``resolver.spark.session``);
+on a small batch into small tables compiling costs more than running would. Later batches on 2 cores, warm:
+100 events on each of 4 tables, 28-30 s compiled against 21-23 s interpreted (one session per mode); side by
+side in one session, 10,000 events on each of 2 tables, 17-19 s against 15-17 s, and 60,000 events on one
+table, 19-21 s against 22-31 s (there compiling pays).
 It is off by default because a small batch into a large table pays for it: a MERGE that rewrites a file
 copies every row of it, and copying runs about three times slower interpreted (bench G2, 1,000 events into
 a 1,000,000-row history: the batch 33.5 s interpreted against 18.2 s compiled, its history MERGE's

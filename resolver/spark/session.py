@@ -42,6 +42,13 @@ _DEFAULTS = {
     "spark.databricks.delta.merge.repartitionBeforeWrite.enabled": "true",
     # the resolver's MERGE sources are local checkpoints (deterministic): no second copy is needed
     "spark.databricks.delta.merge.materializeSource": "none",
+    # Spark keeps the classes it compiled for a query's expressions in a cache of 100 by default; a batch's
+    # queries need several hundred (about 40 per table and 150 for the batch; a 20-table batch 840), so in a
+    # session that runs batch after batch each batch compiled them all again and the JVM compiled them to
+    # machine code again. Kept: G10's 80,000-event batches in one session 22% faster (batches 3-9: 191.7 s
+    # against 247.4 s), a third 20-table batch 62.6 s against 72.2 s (bench/README.md, "Compiled code
+    # kept"). A cached class is about 6 KB of bytecode. Static: a session you build sets it at its start.
+    "spark.sql.codegen.cache.maxEntries": "4000",
     "spark.driver.memory": "4g",
     "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
     "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
