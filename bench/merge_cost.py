@@ -117,7 +117,7 @@ def one_side(spark, base: Path, work: Path, side: str, batches) -> dict[str, Run
 
     from resolver.lake.deletion_vectors import ON
     from resolver.lake.delta import set_properties
-    from resolver.table.merge import merge_snapshot, merge_versions
+    from resolver.table.merge import merge_snapshot, merge_versions, newest_rows
 
     folder = work / side.replace(" ", "-")
     shutil.rmtree(folder, ignore_errors=True)
@@ -134,9 +134,8 @@ def one_side(spark, base: Path, work: Path, side: str, batches) -> dict[str, Run
         merge_versions(DeltaTable.forPath(spark, history), versions, ["aid"], HISTORY_COLS, [], lsn)
 
     def snapshot_merge(versions, lsn: int) -> None:  # type: ignore[no-untyped-def]
-        current = versions.filter("__is_current").select(*SNAPSHOT_COLS)
-        keys = versions.select("aid").distinct()
-        merge_snapshot(DeltaTable.forPath(spark, snapshot), current, keys, ["aid"], SNAPSHOT_COLS, [])
+        newest = newest_rows(versions, ["aid"], SNAPSHOT_COLS)  # the batch follows all the table held
+        merge_snapshot(DeltaTable.forPath(spark, snapshot), newest, ["aid"], SNAPSHOT_COLS, [])
 
     runs = {"turn on": measure(spark, turn_on, tables)}
     steps = [(history_merge, *b) for b in batches] + [(snapshot_merge, *b) for b in batches]

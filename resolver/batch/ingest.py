@@ -1,9 +1,10 @@
 """One batch, as its steps (``ingest``): read the files, plan the batch against the lake (which may refuse it
 before anything is written), quarantine what could not be read or what a policy refused, append what is new
 to bronze (the batch's schema changes logged beside it), then bring every table's silver tables up to date
-(``apply_tables``: the tables on a pool of threads, a table's steps in ``resolver.table.apply.apply_table``)
-and quarantine the values that did not fit their columns. ``resolver.batch.silver.apply_changes`` takes the
-same last steps for a DataFrame of events (``apply_planned``: the schema log, then the tables)."""
+(``apply_tables``: every table's rows exploded in one Spark job, then the tables on a pool of threads, a
+table's steps in ``resolver.table.apply.apply_table``) and quarantine the values that did not fit their
+columns. ``resolver.batch.silver.apply_changes`` takes the same last steps for a DataFrame of events
+(``apply_planned``: the schema log, then the tables)."""
 
 from __future__ import annotations
 
@@ -31,8 +32,10 @@ from resolver.spark.parallelism import parallel_tables
 from resolver.spark.sparkschema import QUARANTINE_SCHEMA
 from resolver.spark.steps import step
 from resolver.table.apply import apply_table
+from resolver.table.exploded import explode_tables, release
 from resolver.table.summaries import empty_summary
-from resolver.table.table_steps import BatchEvents
+from resolver.table.table_steps import BatchEvents, Exploded
+from resolver.tablelayout import TableLayout
 
 __all__ = ["apply_planned", "apply_tables", "ingest", "ingest_batch", "log_schema_changes"]
 
@@ -135,6 +138,22 @@ def _quarantine(
     return unread, refused
 
 
+def _explode_tables(
+    spark: SparkSession, rows: DataFrame, layouts: Mapping[str, TableLayout]
+) -> Mapping[str, Exploded]:
+    """Every applied table's rows of the batch exploded in one Spark job (``explode_tables``). Should that
+    pass fail, each table explodes its own rows in its steps, as a failure there stays the table's (a batch
+    with ``isolate`` goes on with the other tables)."""
+    try:
+        with step(spark, "ingest", "explode"):
+            return explode_tables(rows, layouts)
+    except Exception:  # noqa: BLE001  # the tables' own explodes raise it again where it belongs
+        log.warning(
+            "the batch's tables could not be exploded in one pass; each explodes its own rows", exc_info=True
+        )
+        return {}
+
+
 def apply_planned(
     spark: SparkSession, events: BatchEvents, plan: BatchPlan, options: BatchOptions
 ) -> tuple[list[TableSummary], DataFrame | None]:
@@ -158,9 +177,10 @@ def log_schema_changes(spark: SparkSession, plan: BatchPlan) -> None:
 def apply_tables(
     spark: SparkSession, events: BatchEvents, plan: BatchPlan, options: BatchOptions
 ) -> tuple[list[TableSummary], DataFrame | None]:
-    """Apply a planned batch whose schema changes are logged to every table's silver tables, on a pool of
-    threads (``resolver.table.apply.apply_table``). Returns the tables' summaries, sorted by table name, and
-    the records of values that did not fit their columns, for the quarantine (None: there were none).
+    """Apply a planned batch whose schema changes are logged to every table's silver tables: every applied
+    table's rows exploded in one Spark job (``_explode_tables``), then the tables on a pool of threads
+    (``resolver.table.apply.apply_table``). Returns the tables' summaries, sorted by table name, and the
+    records of values that did not fit their columns, for the quarantine (None: there were none).
     ``events.unseen`` says the lake held none of these events before (``ingest`` knows it from bronze's
     write): each table's change store is then appended to without looking for them first."""
     if plan.accepted is not None:
@@ -169,6 +189,8 @@ def apply_tables(
     refused = plan.unapplied
     for table, why in sorted(refused.items()):
         log.info("table %s not applied: %s", table, why)
+    layouts = {t: layout for t, layout in plan.layouts.items() if layout is not None and t not in refused}
+    events = replace(events, exploded=_explode_tables(spark, events.rows, layouts))
 
     def one(table: str) -> tuple[TableSummary, DataFrame | None]:
         result: tuple[TableSummary, DataFrame | None]
@@ -188,10 +210,16 @@ def apply_tables(
         return result
 
     # tables are independent: their jobs overlap on one session (Delta commits per table do not conflict)
-    with ThreadPoolExecutor(max_workers=max(1, min(parallel_tables(spark), len(meta)))) as pool:
-        results = list(pool.map(one, sorted(meta)))
-    bad = [b for _, b in results if b is not None]
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, min(parallel_tables(spark), len(meta)))) as pool:
+            results = list(pool.map(one, sorted(meta)))
+        bad = [b for _, b in results if b is not None]
+        records = reduce(DataFrame.unionByName, bad) if bad else None
+        if records is not None and events.exploded:  # read from the rows let go of below: kept first
+            records = records.localCheckpoint(eager=True)
+    finally:
+        release(e.rows for e in events.exploded.values())
     failed = [empty_summary(t, None, why) for t, why in plan.failed.items()]
     summaries = sorted([summary for summary, _ in results] + failed, key=lambda t: t.table)
     check_covered(meta, plan.layouts, summaries)
-    return summaries, reduce(DataFrame.unionByName, bad) if bad else None
+    return summaries, records

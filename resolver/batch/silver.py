@@ -8,9 +8,10 @@ library's call for any DataFrame of change events: plan, apply, quarantine).
    points, schema-log rows), and the events the policies refuse (``resolver.plan.rejects``); nothing is
    written yet;
 2. ``resolver.plan.schemalog``: the batch's schema changes, logged before any table changes;
-3. per table, on a pool of threads, ``resolver.table.apply.apply_table``'s steps: the table's Delta tables
-   created or evolved (``resolver.lake.tables``), the batch exploded against the layout and measured in the
-   same job (``resolver.table.exploded``: key changes, bad values, key ranges) and added to the change store;
+3. every applied table's rows exploded against its layout, all tables in one Spark job, and measured in it
+   (``resolver.table.exploded.explode_tables``: key changes, bad values, key ranges); then per table, on a
+   pool of threads, ``resolver.table.apply.apply_table``'s steps: the table's Delta tables created or
+   evolved (``resolver.lake.tables``), its rows added to the change store;
    the *affected keys*: the keys the batch touches, closed under primary-key changes
    (``resolver.table.store``,
    ``resolver.table.moves.linked_keys``; a truncate affects every key); every change of those keys resolved

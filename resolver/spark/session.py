@@ -40,7 +40,8 @@ _DEFAULTS = {
     "spark.python.sql.dataFrameDebugging.enabled": "false",
     "spark.databricks.delta.snapshotPartitions": "2",
     "spark.databricks.delta.merge.repartitionBeforeWrite.enabled": "true",
-    # the resolver's MERGE sources are local checkpoints (deterministic): no second copy is needed
+    # the resolver's MERGE sources are local checkpoints, or a grouping over one (the snapshot's newest
+    # versions): deterministic, so no second copy is needed
     "spark.databricks.delta.merge.materializeSource": "none",
     # Spark keeps the classes it compiled for a query's expressions in a cache of 100 by default; a batch's
     # queries need several hundred (about 40 per table and 150 for the batch; a 20-table batch 840), so in a

@@ -4,9 +4,13 @@ of their own): how many rows change their key, how many values did not fit their
 the keys the rows name, as the literals the reads and MERGEs of the affected keys are bounded by, and the
 batch's own inserts that lack a column new to the lake (``resolver.table.store.rescan_aggregates``: all a
 table's first batch needs to find its drop points); and what adding it to the change store found
-(``Stored``)."""
+(``Stored``). Every table of a batch is exploded in one pass (``explode_tables``: one Spark job for the
+batch, not one per table); a table left out of it explodes its own rows (``explode_batch``)."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from functools import reduce
 
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
@@ -18,31 +22,88 @@ from resolver.table.store import rescan_aggregates
 from resolver.table.table_steps import BatchEvents, Exploded
 from resolver.tablelayout import TableLayout
 
-__all__ = ["bad_value_records", "counting_moves", "each_event_once", "explode_batch", "moved_events"]
+__all__ = [
+    "bad_value_records",
+    "counting_moves",
+    "each_event_once",
+    "explode_batch",
+    "explode_tables",
+    "moved_events",
+    "release",
+    "table_rows",
+]
 
 
 def explode_batch(events: DataFrame, layout: TableLayout) -> Exploded:
     """Explode and materialize the batch's rows of ``layout.table``, measuring them on the way."""
-    rows = explode_events(events, layout)
-    key_types = {f.name: f.dataType for f in layout.key_struct_type().fields}
-    bounded = [k for k in layout.key if isinstance(key_types[k], BOUNDED)]
-    rows, observed = observing(
+    rows, observed = _measured(explode_events(events, layout), layout)
+    return _exploded(rows.localCheckpoint(eager=True), observed, layout)
+
+
+def explode_tables(events: DataFrame, layouts: Mapping[str, TableLayout]) -> dict[str, Exploded]:
+    """``explode_batch`` of every table in ``layouts``, all in one Spark job: each table's rows are exploded
+    as ``explode_batch`` does them and kept in Spark's cache, and one job over all of them fills every
+    table's cache and measures each table's rows on the way (each table's lookups and casts run on its own
+    rows only). Each table then reads its own rows alone. The caller lets them go after the batch
+    (``release``). Returns nothing for fewer than two tables (one job either way: the table explodes its
+    own rows)."""
+    names = sorted(layouts)
+    if len(names) < 2:
+        return {}
+    kept = {name: explode_events(events, layouts[name]).persist() for name in names}
+    measured = {name: _measured(kept[name], layouts[name]) for name in names}
+    try:
+        every = [rows.select(F.lit(i).alias("table")) for i, (rows, _) in enumerate(measured.values())]
+        reduce(DataFrame.union, every).write.format("noop").mode("overwrite").save()
+        return {name: _exploded(kept[name], measured[name][1], layouts[name]) for name in names}
+    except BaseException:
+        release(kept.values())
+        raise
+
+
+def release(rows: Iterable[DataFrame]) -> None:
+    """Let go of the cached rows ``explode_tables`` kept (rows it did not keep are left as they are)."""
+    for r in rows:
+        r.unpersist()
+
+
+def table_rows(events: BatchEvents, layout: TableLayout) -> Exploded:
+    """The batch's rows of ``layout.table``: as the batch's one pass exploded them, or exploded now."""
+    found = events.exploded.get(layout.table)
+    return found if found is not None else explode_batch(events.rows, layout)
+
+
+def _measured(rows: DataFrame, layout: TableLayout) -> tuple[DataFrame, Observation]:
+    """A table's exploded ``rows`` with what ``Exploded`` holds about them measured by the job that reads
+    them next."""
+    return observing(
         rows,
         f"exploded {layout.table}",
         F.count(F.when(is_move(), 1)).alias("moves"),
         F.count(F.when(F.col("__op") == "update", 1)).alias("updates"),
         F.coalesce(F.sum(F.size(F.coalesce("__bad", F.array()))), F.lit(0)).alias("bad"),
         F.count(F.when(F.col("__key").isNotNull() | F.col("__old_key").isNotNull(), 1)).alias("named"),
-        *[agg for i, k in enumerate(bounded) for agg in _range_aggs(i, k)],
+        *[agg for i, k in enumerate(_bounded(layout)) for agg in _range_aggs(i, k)],
         *rescan_aggregates(layout),
     )
-    rows = rows.localCheckpoint(eager=True)
+
+
+def _exploded(rows: DataFrame, observed: Observation, layout: TableLayout) -> Exploded:
+    """The ``Exploded`` of a table's materialized ``rows``, from what the job that materialized them
+    measured (``_measured``)."""
     got = observed.get
     ranges: list[KeyRange] = []
     if got["named"]:  # no key named at all (truncates only): nothing to bound
+        bounded = _bounded(layout)
         ranges = [(k, got[f"lo{i}"], got[f"hi{i}"], bool(got[f"null{i}"])) for i, k in enumerate(bounded)]
     rescanned = {name: value for name, value in got.items() if name.startswith("rescan")}
     return Exploded(rows, int(got["moves"]), int(got["bad"]), int(got["updates"]), ranges, rescanned)
+
+
+def _bounded(layout: TableLayout) -> list[str]:
+    """The key columns whose range bounds the reads and MERGEs (integral, string or date)."""
+    key_types = {f.name: f.dataType for f in layout.key_struct_type().fields}
+    return [k for k in layout.key if isinstance(key_types[k], BOUNDED)]
 
 
 def _range_aggs(i: int, k: str) -> list[Column]:

@@ -19,7 +19,7 @@ from resolver.lake.folders import TablePaths
 from resolver.plan.tablemeta import TableMeta
 from resolver.spark import sql
 from resolver.spark.steps import step
-from resolver.table.exploded import counting_moves, each_event_once, explode_batch
+from resolver.table.exploded import counting_moves, each_event_once, table_rows
 from resolver.table.store import drops_found
 from resolver.table.table_steps import Affected, BatchEvents, BatchTables, Stored
 from resolver.table.truncates import pending_truncates
@@ -50,7 +50,7 @@ class FirstBatch:
         rows) and append them to the empty change store."""
         spark, name = self.spark, self.layout.table
         with step(spark, name, "explode"):
-            exploded = explode_batch(events.rows, self.layout)
+            exploded = table_rows(events, self.layout)
         store_schema = self.tables.store.toDF().schema
         changes, moves = counting_moves(
             each_event_once(exploded, events).select(*[sql.col(f.name) for f in store_schema.fields])

@@ -16,9 +16,17 @@ from resolver.plan.tablemeta import TableMeta
 from resolver.spark import sql
 from resolver.spark.steps import step
 from resolver.table.affected import affected_keys, current_rows_suffice, read_changes, seeded_changes
-from resolver.table.exploded import counting_moves, each_event_once, explode_batch
+from resolver.table.exploded import counting_moves, each_event_once, table_rows
 from resolver.table.key_ranges import keys_of, range_sql
-from resolver.table.merge import diff_rows, merge_changes, merge_snapshot, merge_versions, replace_snapshot
+from resolver.table.merge import (
+    diff_rows,
+    merge_changes,
+    merge_snapshot,
+    merge_versions,
+    newest_rows,
+    replace_snapshot,
+    snapshot_rows,
+)
 from resolver.table.store import key_hash, rescan_drops
 from resolver.table.table_steps import Affected, BatchEvents, BatchTables, Stored
 from resolver.table.truncates import pending_truncates
@@ -47,7 +55,7 @@ class LaterBatch:
         spark, layout, store = self.spark, self.layout, self.tables.store
         name = layout.table
         with step(spark, name, "explode"):
-            exploded = explode_batch(events.rows, layout)
+            exploded = table_rows(events, layout)
         batch = each_event_once(exploded, events).select(*[sql.col(c) for c in store.toDF().columns])
         adopted = False
         if not layout.extra["key"]:  # a new table: truncates that came before its first rows
@@ -130,14 +138,20 @@ class LaterBatch:
     def write_snapshot(self, versions: DataFrame, changes: DataFrame, affected: Affected) -> dict[str, int]:
         """MERGE the affected keys' current versions into the snapshot, straight from the versions: the
         snapshot's own rows are the MERGE's target, so a run killed between the two MERGEs is completed
-        too. Every affected key is named by one of its changes; with every key affected, the whole snapshot
-        is replaced."""
+        too. When every event of the batch is newer than all the table held (the common case), each
+        affected key's newest version says what its row is (``newest_rows``); otherwise every affected key
+        is named by one of its changes and takes its current version or goes (``snapshot_rows``). With every
+        key affected, the whole snapshot is replaced."""
         snapshot, key = self.tables.snapshot, list(self.layout.key)
         assert snapshot is not None  # apply_table writes only the silver tables the table keeps
         cols = snapshot.toDF().columns
-        current = versions.filter("__is_current").select(*[sql.col(c) for c in cols])
         with step(self.spark, self.layout.table, "snapshot merge"):
             if affected.nodes is None:
+                current = versions.filter("__is_current").select(*[sql.col(c) for c in cols])
                 return replace_snapshot(snapshot, current, key, cols)
-            keys = keys_of(changes, self.layout.key).distinct()
-            return merge_snapshot(snapshot, current, keys, key, cols, affected.ranges)
+            if affected.after_held:
+                rows = newest_rows(versions, key, cols)
+            else:
+                current = versions.filter("__is_current").select(*[sql.col(c) for c in cols])
+                rows = snapshot_rows(current, keys_of(changes, key).distinct(), key, cols)
+            return merge_snapshot(snapshot, rows, key, cols, affected.ranges)

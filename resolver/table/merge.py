@@ -57,27 +57,45 @@ def late_events(rows: DataFrame, changes: DataFrame) -> int:
     return int(got["n"]) if got else 0
 
 
-def merge_snapshot(
-    target: DeltaTable,
-    current: DataFrame,
-    keys: DataFrame,
-    key: list[str],
-    cols: list[str],
-    ranges: list[KeyRange],
-) -> dict[str, int]:
-    """One MERGE making the snapshot rows of the affected ``keys`` (the key columns, each key once) equal
-    ``current`` (their current versions), without reading the snapshot first: a current version updates its
-    row when a column differs or is inserted, and a key without one deletes its row. The condition bounds
-    the target by ``ranges``. Returns the rows inserted, updated and deleted, as ``merge_changes``."""
+def snapshot_rows(current: DataFrame, keys: DataFrame, key: list[str], cols: list[str]) -> DataFrame:
+    """What ``merge_snapshot`` makes the snapshot hold, for any batch: each affected key (``keys``, the key
+    columns, each key once) with its current version (``current``), or gone (``__gone``) when it has none;
+    materialized (the MERGE reads it twice)."""
     on_key = [sql.col("c", k).eqNullSafe(sql.col("k", k)) for k in key]
     joined = keys.alias("k").join(current.withColumn("__has", F.lit(True)).alias("c"), on_key, "left")
-    source = joined.select(
+    return joined.select(
         *[sql.col("k" if c in key else "c", c).alias(c) for c in cols],
         F.col("c.__has").isNull().alias("__gone"),
-    ).localCheckpoint(eager=True)  # one row per key; the MERGE reads it twice
+    ).localCheckpoint(eager=True)
+
+
+def newest_rows(versions: DataFrame, key: list[str], cols: list[str]) -> DataFrame:
+    """What ``merge_snapshot`` makes the snapshot hold when every affected key with a snapshot row
+    has a version among ``versions`` (every version of the affected keys, materialized): each key's newest
+    version (its largest ``__start_lsn``), gone (``__gone``) unless it is current. A grouping the MERGE's
+    own jobs run, instead of a join with the keys materialized first (two Spark jobs). It holds for a batch
+    whose every event is newer than all the table held (``Affected.after_held``): a key's row came from a
+    transaction before the batch, whose state stays a version whatever the batch adds. A later part of a
+    transaction held already can take every version from a key (a row inserted, then moved away, in one
+    transaction split across batches): ``snapshot_rows`` then."""
+    kept = [c for c in cols if c not in key]
+    last = F.struct(*[sql.col(c) for c in kept], (~F.col("__is_current")).alias("__gone"))
+    grouped = versions.groupBy(*[sql.col(k) for k in key]).agg(F.max_by(last, "__start_lsn").alias("__n"))
+    return grouped.select(
+        *[sql.col(c) if c in key else sql.col("__n", c).alias(c) for c in cols], F.col("__n.__gone")
+    )
+
+
+def merge_snapshot(
+    target: DeltaTable, rows: DataFrame, key: list[str], cols: list[str], ranges: list[KeyRange]
+) -> dict[str, int]:
+    """One MERGE making the snapshot hold ``rows`` (``snapshot_rows`` or ``newest_rows``: one per affected
+    key, with ``__gone``), without reading the snapshot first: a row updates the key's row when a column
+    differs or is inserted, and a gone one deletes it. The condition bounds the target by ``ranges``.
+    Returns the rows inserted, updated and deleted, as ``merge_changes``."""
     same = " AND ".join(f"t.{sql.ident(c)} <=> s.{sql.ident(c)}" for c in cols)
     return _merge(
-        target.alias("t").merge(source.alias("s"), _on(ranges, key)),
+        target.alias("t").merge(rows.alias("s"), _on(ranges, key)),
         delete="s.__gone",
         update=f"NOT s.__gone AND NOT ({same})",
         insert="NOT s.__gone",

@@ -9,6 +9,7 @@ What the steps hand to each other is defined here too (``BatchEvents``, ``BatchT
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -26,10 +27,13 @@ __all__ = ["Affected", "BatchEvents", "BatchTables", "Exploded", "Stored", "Tabl
 class BatchEvents:
     """The events a batch applies (every table's: each table's steps take their own) and what bronze's write
     found out about them. ``unseen``: the lake held none of them before (bronze took every one as new), so
-    no change store holds any of them and they are appended without looking for them first."""
+    no change store holds any of them and they are appended without looking for them first. ``exploded``:
+    tables' rows exploded for them in the batch's one pass (``resolver.table.exploded.explode_tables``), by
+    table name; a table not in it explodes its own."""
 
     rows: DataFrame
     unseen: bool = False
+    exploded: Mapping[str, Exploded] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -231,3 +231,46 @@ def test_the_explode_pass_measures_what_separate_aggregates_count(
             assert got.ranges == key_ranges(keys_of(rows, layout.key), layout.key), table
             seen_moves, seen_bad = seen_moves + got.moves, seen_bad + got.bad
     assert seen_moves and seen_bad  # the samples hold both, so the comparison means something
+
+
+def test_one_pass_explodes_every_table_as_its_own_pass_does(spark: SparkSession, tmp_path: Path) -> None:
+    """``explode_tables`` explodes every table of a batch in one Spark job, and hands each table the rows
+    and measurements its own pass (``explode_batch``) gives: the same columns in the same order, the same
+    rows, key changes, updates, bad values, key ranges and drop-point aggregates (samples with three
+    tables, key changes, bad values and tables of different keys and columns)."""
+    from bench.steps import job_descriptions
+    from resolver import read_wal2json
+    from resolver.plan.batch_plan import plan_changes
+    from resolver.table.exploded import explode_batch, explode_tables
+
+    at = '"timestamp":"2026-11-21 16:30:12+00","lsn":"0/1932960"'
+    odd = tmp_path / "odd.json"  # two tables, one with a timestamp Spark cannot hold: a bad value
+    odd.write_text(
+        f'{{"action":"B","xid":9,{at},"nextlsn":"0/1932990"}}\n'
+        + "".join(
+            f'{{"action":"I","xid":9,{at},"schema":"public","table":"{t}","columns":[{{"name":"id","type":'
+            f'"bigint","value":1}},{{"name":"at","type":"timestamp with time zone","value":"{v}"}}],'
+            f'"pk":[{{"name":"id","type":"bigint"}}]}}\n'
+            for t, v in (("ev", "infinity"), ("ok", "2026-11-21 16:30:12+00"))
+        )
+        + f'{{"action":"C","xid":9,{at},"nextlsn":"0/1932990"}}\n'
+    )
+    checked, moves, bad = 0, 0, 0
+    for path in (SAMPLES / "wal2json-v2" / "0001.json", SAMPLES / "dirty" / "0001.json", odd):
+        events = read_wal2json(spark, [str(path)]).events
+        plan = plan_changes(spark, events, str(tmp_path / "lake"))
+        layouts = {t: layout for t, layout in plan.layouts.items() if layout is not None}
+        assert len(layouts) >= 2, path  # a pass over one table is the table's own
+        before = set(job_descriptions(spark))
+        together = explode_tables(events, layouts)
+        assert len(set(job_descriptions(spark)) - before) == 1, path  # one job for every table
+        assert sorted(together) == sorted(layouts)
+        for table, layout in layouts.items():
+            got, alone = together[table], explode_batch(events, layout)
+            assert got.rows.schema.simpleString() == alone.rows.schema.simpleString(), table
+            assert sorted(map(str, got.rows.collect())) == sorted(map(str, alone.rows.collect())), table
+            assert got.rows.count() > 0, table
+            assert (got.moves, got.updates, got.bad) == (alone.moves, alone.updates, alone.bad), table
+            assert (got.ranges, got.rescanned) == (alone.ranges, alone.rescanned), table
+            checked, moves, bad = checked + 1, moves + got.moves, bad + got.bad
+    assert checked >= 7 and moves and bad  # so the comparisons mean something
