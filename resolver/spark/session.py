@@ -7,6 +7,7 @@ and no library function creates a session.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -16,16 +17,15 @@ from resolver.errors import ConfigError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["local_session"]
+__all__ = ["LEAST_PARTITIONS", "local_session", "partitions_for"]
 
 _DEFAULTS = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
     "spark.sql.session.timeZone": "UTC",
-    "spark.sql.shuffle.partitions": "4",
-    "spark.default.parallelism": "4",
-    # Adaptive execution runs each query stage as a job of its own and re-plans between them; with four
-    # shuffle partitions it has nothing to coalesce on one machine. Off, a table-batch of the common case
+    # (spark.sql.shuffle.partitions and spark.default.parallelism: two per core of the master, partitions_for)
+    # Adaptive execution runs each query stage as a job of its own and re-plans between them; with two shuffle
+    # partitions a core it has nothing to coalesce on one machine. Off, a table-batch of the common case
     # (seed000 batch 2) runs 24 Spark jobs instead of 45 in the same time, and a 20,000-event batch against
     # a 200,000-row table takes as long or less (bench/README.md, "Jobs per batch"). A cluster session
     # passed to the library keeps its own setting.
@@ -56,6 +56,26 @@ _DEFAULTS = {
 }
 
 
+#: the shuffle partitions of a master whose cores are not known here (a cluster's), and the fewest of any
+LEAST_PARTITIONS = 4
+_LOCAL = re.compile(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?")
+
+
+def partitions_for(master: str) -> int:
+    """The shuffle partitions (and default parallelism) of a local session on ``master``: two per core, at
+    least ``LEAST_PARTITIONS``: ``local[2]`` 4, ``local[8]`` 16, ``local[*]`` twice the machine's cores.
+    Adaptive execution is off in the session (above), so nothing coalesces or splits them later: the fixed
+    4 before left 4 of ``local[8]``'s 8 cores idle in every shuffle stage of one large table. Two per core
+    keep a core busy while another task of its stage finishes. A master that is not local (``spark://``,
+    ``yarn``) gets ``LEAST_PARTITIONS``; set ``spark__sql__shuffle__partitions`` for its cluster."""
+    found = _LOCAL.fullmatch(master.strip())
+    if found is None:
+        return LEAST_PARTITIONS
+    cores = found.group(1)
+    count = 1 if cores is None else (os.cpu_count() or 1) if cores == "*" else int(cores)
+    return max(LEAST_PARTITIONS, 2 * count)
+
+
 def local_session(
     app_name: str = "resolver", master: str = "local[2]", packages: Sequence[str] = (), **conf: str
 ) -> SparkSession:
@@ -83,7 +103,12 @@ def local_session(
     from resolver.spark.package_jars import remember_jars, remembered_jars, reusable
 
     builder = SparkSession.builder.appName(app_name).master(master)
-    settings = dict(_DEFAULTS)
+    partitions = str(partitions_for(master))
+    settings = {
+        **_DEFAULTS,
+        "spark.sql.shuffle.partitions": partitions,
+        "spark.default.parallelism": partitions,
+    }
     # The workers run this interpreter (the resolver's own environment), not whatever python3 is first on
     # PATH: `venv/bin/resolver` works without activating the venv. PySpark reads the variable when the
     # context starts (the spark.pyspark.python setting is only for spark-submit).
