@@ -1,7 +1,7 @@
 """Regenerate the quickstart sample captures:  python samples/regenerate.py
 
-Starts a throw-away PostgreSQL + wal2json server (tests/harness/postgres.py), creates the database ``quickstart``,
-runs samples/schema.sql, creates the logical slot ``quickstart`` (plugin wal2json), runs
+Starts a throw-away PostgreSQL + wal2json server (tests/harness/postgres.py), creates the database
+``quickstart``, runs samples/schema.sql, creates the logical slot ``quickstart`` (plugin wal2json), runs
 samples/workload.sql and peeks the slot twice with the harness defaults (include-xids, include-timestamp,
 include-lsn, include-pk, include-types = 1; format 2 also include-transaction=1; decoding session with
 DateStyle=ISO, TimeZone=UTC, extra_float_digits=1, bytea_output=hex, IntervalStyle=postgres). It writes:
