@@ -4,8 +4,8 @@ state of every table is recorded. wal2json decodes the workload (format 1 and 2)
 batch files on transaction boundaries and ingested in several orders; the lake's silver tables must then
 equal what PostgreSQL held: the snapshot its final state, the history its state as of every commit.
  Values are compared as Python values normalized by the documented mapping (``resolver.pgtypes``): columns
-that map to ``string`` are read from PostgreSQL as ``::text``; timestamptz is an instant (UTC datetime);
-NaN and ±Infinity floats and numerics are NULL (wal2json prints them as ``null``).
+that map to ``string`` are read from PostgreSQL as their type prints them; timestamptz is an instant (UTC
+datetime); NaN and ±Infinity floats and numerics are NULL (wal2json prints them as ``null``).
 
 Every table has a column ``rid`` that the workload never changes: the row's identity across primary-key
 changes, from which the expected ``__moved_from`` / ``__moved_to`` follow.
@@ -697,11 +697,14 @@ class Commit:
 
 
 def pg_select(t: Table) -> str:
-    """The query that reads a table in the documented mapping's terms (string-mapped columns as text)."""
+    """The query that reads a table in the documented mapping's terms: string-mapped columns as the text
+    their type's output function prints (``format('%s', c)``, as wal2json prints them: a cast to text is not
+    that for every type; ``character(n)`` loses its padding, ``inet`` gains a host's ``/32``), NULL as NULL
+    (``num_nonnulls`` looks at the value, not into a composite's fields as ``IS NULL`` does)."""
     types = t.types()
-    return (
-        f"SELECT {', '.join(f'{c}::text' if types[c] == 'string' else c for c, _ in t.columns)} FROM {t.name}"
-    )
+    text = "CASE WHEN num_nonnulls({c}) = 1 THEN format('%s', {c}) END"
+    columns = (text.format(c=c) if types[c] == "string" else c for c, _ in t.columns)
+    return f"SELECT {', '.join(columns)} FROM {t.name}"
 
 
 def read_state(conn: Any, tables: Sequence[Table] = TABLES) -> State:

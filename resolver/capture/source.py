@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from resolver.capture.records import SnapshotColumn, SnapshotTable
+from resolver.capture.records import SnapshotColumn, SnapshotTable, streamed_type
 from resolver.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -111,10 +111,10 @@ def source_tables(conn: psycopg.Connection[Any]) -> list[SnapshotTable]:
     tables = []
     for oid, schema, name in found:
         columns = tuple(
-            SnapshotColumn(n, t, tn)
-            for n, t, tn in conn.execute(
-                "SELECT a.attname, format_type(a.atttypid, a.atttypmod), t.typname FROM pg_attribute a "
-                "JOIN pg_type t ON t.oid = a.atttypid WHERE a.attrelid = %s AND a.attnum > 0 "
+            SnapshotColumn(n, streamed_type(t), oid)
+            for n, t, oid in conn.execute(
+                "SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.atttypid::int FROM pg_attribute a "
+                "WHERE a.attrelid = %s AND a.attnum > 0 "
                 "AND NOT a.attisdropped ORDER BY a.attnum",
                 (oid,),
             ).fetchall()
