@@ -136,7 +136,10 @@ class IngestSummary(ResolverModel):
     events_read: int = Field(description="Change events parsed from the input")
     accepted: int = Field(description="Events appended to bronze (new to the lake)")
     duplicates: int = Field(description="Events skipped because bronze already had them (or the batch twice)")
-    quarantined: int = Field(description="Records written to the quarantine table")
+    quarantined: int = Field(
+        description="Records written to the quarantine table: records that could not be read, events a "
+        "policy refused, and values that did not fit their column (their events applied with NULL there)"
+    )
     messages: int = Field(description="Logical-decoding messages (not row changes), skipped")
     tombstones: int = Field(0, description="Debezium tombstones (records without a value), skipped")
     bronze_version: int | None = Field(None, description="Delta version of bronze after this batch")
@@ -192,6 +195,11 @@ class RunSummary(ResolverModel):
         default_factory=dict, description="Tables that failed, with why; their files are read again next run"
     )
     seconds: float = Field(default=0.0, description="Wall-clock time of the run")
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="What the lake cannot follow by itself: tables to copy again (rows a partition's "
+        "truncate, attach, detach or drop moved without change events), one line each",
+    )
 
     @property
     def status(self) -> str:
@@ -228,6 +236,7 @@ class RunSummary(ResolverModel):
             f"duplicates skipped   {total['duplicates']}",
             f"quarantined          {total['quarantined']}",
             *table_lines(self.tables()),
+            *[f"warning: {line}" for line in self.warnings],
             f"elapsed              {self.seconds:.1f} s",
         ]
 

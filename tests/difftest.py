@@ -722,8 +722,11 @@ def read_state(conn: Any, tables: Sequence[Table] = TABLES) -> State:
     return state
 
 
-def run_workload(db: PgDatabase, txns: Sequence[Transaction]) -> list[Commit]:
-    """Run each transaction on one connection; record the xid and the state after each commit."""
+def run_workload(
+    db: PgDatabase, txns: Sequence[Transaction], tables: Sequence[Table] = TABLES
+) -> list[Commit]:
+    """Run each transaction on one connection; record the xid and the state of ``tables`` after each
+    commit."""
     import psycopg
 
     commits: list[Commit] = []
@@ -742,7 +745,7 @@ def run_workload(db: PgDatabase, txns: Sequence[Transaction]) -> list[Commit]:
                 raise RuntimeError(f"workload transaction #{i} failed: {exc}\n{txn.sql()}") from exc
             conn.execute(b"ROLLBACK" if txn.rollback else b"COMMIT")
             if not txn.rollback:
-                commits.append(Commit(i, int(row[0]), read_state(conn)))
+                commits.append(Commit(i, int(row[0]), read_state(conn, tables)))
     return commits
 
 
@@ -811,7 +814,7 @@ def map_commits(commits: Sequence[Commit], frames: Sequence[Frame], tables: Sequ
     by_xid = {f.xid: f for f in frames}
     assert len(by_xid) == len(frames), "an xid twice in the stream"
     seen: list[Commit] = []
-    previous: State = {t.name: {} for t in TABLES}
+    previous: State = {t.name: {} for t in tables}
     for c in commits:
         frame = by_xid.pop(c.xid, None)
         if frame is None:

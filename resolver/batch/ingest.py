@@ -81,7 +81,7 @@ def ingest_batch(
 ) -> IngestSummary:
     """``ingest`` with its lake, schemas and options resolved (``resolver.pipelines.run`` resolves them once
     for all its batches): the batch's steps."""
-    batch = read_wal2json(spark, paths, fmt, window=options.window)
+    batch = read_wal2json(spark, paths, fmt, window=options.window, partitions=options.partitions)
     try:
         with step(spark, "ingest", "plan"):  # may refuse the batch: nothing is written yet
             plan = plan_batch(spark, batch.events, lake, schemas, options)
@@ -104,7 +104,8 @@ def ingest_batch(
             accepted = metrics.get("numTargetRowsInserted", 0)
             unseen = accepted > 0 and accepted == counts["events"]  # then no change store holds any of them
             tables, bad = apply_tables(spark, BatchEvents(events, unseen), plan, options)
-            write_records(spark, lake.quarantine, bad, batch.format.value)
+            # the values that did not fit their columns (their events applied with NULL there)
+            unfit = write_records(spark, lake.quarantine, bad, batch.format.value)
     finally:
         batch.unpersist()
     return IngestSummary(
@@ -113,7 +114,7 @@ def ingest_batch(
         events_read=counts["events"],
         accepted=accepted,
         duplicates=counts["events"] - accepted - refused,
-        quarantined=unread + refused,
+        quarantined=unread + refused + unfit,
         messages=counts["messages"],
         tombstones=counts["tombstones"],
         bronze_version=version,

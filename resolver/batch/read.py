@@ -20,7 +20,7 @@ from __future__ import annotations
 import gc
 import io
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -33,7 +33,9 @@ from resolver.batch.pieces import Piece, piece_bytes, pieces_of
 from resolver.batch.snapshot_read import read_snapshots, snapshot_transactions
 from resolver.batch.stitch import stitch, summarize
 from resolver.files.hadoop_files import input_of
-from resolver.files.input_files import LOCAL
+from resolver.files.input_files import LOCAL, routes_files
+from resolver.formats.partition_routes import NO_ROUTES, PartitionRoutes
+from resolver.formats.routed_items import route_items
 from resolver.formats.snapshot_files import is_snapshot_file
 from resolver.formats.stitch_plan import CLOSED, ReadWindow, Stitching, plan_stitching
 from resolver.formats.wal2json import Count, Event, Fragment, Quarantined, read_lines
@@ -61,11 +63,17 @@ _COUNTERS = ("transactions", "messages", "tombstones", "fragment")
 
 
 def _rows_of(
-    lines: Iterable[bytes], path: str, index: int, fmt: Format, first_line: int = 1
+    lines: Iterable[bytes],
+    path: str,
+    index: int,
+    fmt: Format,
+    routes: PartitionRoutes,
+    first_line: int = 1,
 ) -> Iterator[dict[str, Any]]:
-    """One file's (or piece's: ``index``) parsed rows, read line by line; its first line is ``first_line``."""
+    """One file's (or piece's: ``index``) parsed rows, read line by line, each partition's changes under its
+    root's name (``routes``); its first line is ``first_line``."""
     counts: dict[str, int] = {}
-    for item in read_lines(lines, path, fmt, first_line):
+    for item in route_items(read_lines(lines, path, fmt, first_line), routes):
         if isinstance(item, Event):
             row = item.row  # ours to extend: no copy per event
             row["kind"], row["file_index"] = "event", index
@@ -118,7 +126,9 @@ def _as_batches(rows: Iterator[dict[str, Any]]) -> Iterator[pa.RecordBatch]:
             gc.enable()
 
 
-def _parse_files(files: list[str], pieces: list[Piece], fmt: Format) -> Any:
+def _parse_files(
+    files: list[str], pieces: list[Piece], fmt: Format, routes: PartitionRoutes = NO_ROUTES
+) -> Any:
     """What each Spark task runs for local files: piece indexes in (``resolver.batch.pieces``), parsed rows
     (Arrow batches) out, under the piece's index; each piece is read from its file by the task (no size
     bound)."""
@@ -128,12 +138,13 @@ def _parse_files(files: list[str], pieces: list[Piece], fmt: Format) -> Any:
             for index in batch.column(0).to_pylist():
                 piece = pieces[index]
                 with open(files[piece.file], "rb") as fh:
-                    yield from _rows_of(piece.lines(fh), files[piece.file], index, fmt, piece.first_line)
+                    lines = piece.lines(fh)
+                    yield from _rows_of(lines, files[piece.file], index, fmt, routes, piece.first_line)
 
     return lambda batches: _as_batches(rows(batches))
 
 
-def _parse_contents(files: list[str], fmt: Format) -> Any:
+def _parse_contents(files: list[str], fmt: Format, routes: PartitionRoutes = NO_ROUTES) -> Any:
     """What each Spark task runs for files of Spark's file systems: ``(path, content)`` rows of the
     ``binaryFile`` source in, parsed rows out; a file's content is one value (at most 2 GiB)."""
     index_of = {f: i for i, f in enumerate(files)}
@@ -146,7 +157,7 @@ def _parse_contents(files: list[str], fmt: Format) -> Any:
                 if path not in index_of:  # a name Spark spells differently from the listing: never skip it
                     raise RuntimeError(f"read {path!r}, which is not among the batch's files {files[:3]}…")
                 content = contents[i].as_py()
-                yield from _rows_of(io.BytesIO(content), path, index_of[path], fmt)
+                yield from _rows_of(io.BytesIO(content), path, index_of[path], fmt, routes)
 
     return lambda batches: _as_batches(rows(batches))
 
@@ -267,9 +278,13 @@ def read_wal2json(
     fmt: Format | str | None = None,
     *,
     window: ReadWindow = CLOSED,
+    partitions: Mapping[str, str] | None = None,
 ) -> ParsedBatch:
     """Parse wal2json files (one batch, read as one stream in the given order) into events and quarantine.
     The format is ``fmt``, or without it detected from the files' heads; ``resolve_format`` checks either.
+    A partition's changes are named for its root table: by the routes ``resolver capture`` recorded beside
+    the files, and by ``partitions`` (shell patterns on ``schema.table`` -> table) for any other
+    (``resolver.formats.partition_routes``).
 
     The parse runs once, at the first use of the result, and is persisted for its several uses. A stream
     read in pieces (``resolver run``) passes a ``window`` (``resolver.formats.stitch_plan.ReadWindow``): with
@@ -287,6 +302,7 @@ def read_wal2json(
         batch.unpersist()
     """
     fs, listed, fmt = input_of(spark, paths, fmt)
+    routes = PartitionRoutes.of(routes_files(listed, fs), partitions)
     # the stream's files in their order (parsed, stitched), then the snapshot files (events as they are)
     files = [f for f in listed if not is_snapshot_file(f)]
     snapshots = list(dict.fromkeys(f for f in listed if is_snapshot_file(f)))
@@ -296,12 +312,12 @@ def read_wal2json(
         n = len(pieces)
         slices = max(1, min(n, spark.sparkContext.defaultParallelism * 4))
         index = spark.range(0, n, 1, slices).select(F.col("id").cast("int").alias("file_index"))
-        parsed = index.mapInArrow(_parse_files(files, pieces, fmt), _PARSED_SCHEMA)
+        parsed = index.mapInArrow(_parse_files(files, pieces, fmt, routes), _PARSED_SCHEMA)
     elif files:
         # paths are globs to Spark's file sources: their glob characters are escaped
         literal = [re.sub(r"([\\{}\[\]*?])", r"\\\1", f) for f in files]
         contents = spark.read.format("binaryFile").load(literal).select("path", "content")
-        parsed = contents.mapInArrow(_parse_contents(files, fmt), _PARSED_SCHEMA)
+        parsed = contents.mapInArrow(_parse_contents(files, fmt, routes), _PARSED_SCHEMA)
     else:
         parsed = spark.createDataFrame([], _PARSED_SCHEMA)
     if snapshots:

@@ -75,22 +75,39 @@ class TableCopy:
 
 @dataclass(frozen=True)
 class Chunk:
-    """A range of a table's heap blocks (``end`` None: to the end), whether it is the table's first (where a
-    re-snapshot's truncate goes), and the most rows a block of this server holds (``MaxHeapTuplesPerPage``):
-    its rows' positions start after ``start * rows_per_block``, so no two chunks' positions meet."""
+    """A range of the heap blocks of one relation the copy reads (the table, or one leaf partition of a
+    partitioned table; ``end`` None: to the end), whether it is the table's first (where a re-snapshot's
+    truncate goes), and the position its rows start after (``base``): the blocks of the table's relations
+    before it and its first block, times the most rows a block of this server holds
+    (``MaxHeapTuplesPerPage``), so no two chunks' positions meet."""
 
     index: int
+    relation: tuple[str, str]
     start: int
     end: int | None
     first: bool
-    rows_per_block: int
+    base: int
 
 
 def copy_table(copy: TableCopy, conn: psycopg.Connection[Any], processes: int) -> tuple[int, list[str]]:
     """Copy the table (``conn``: a connection in the snapshot, to size the chunks); returns its rows and
-    its files in order, every file durable."""
-    blocks, rows_per_block = _heap(conn, copy.table)
-    chunks = _chunks(blocks, copy.file_bytes, rows_per_block)
+    its files in order, every file durable. A partitioned table's leaves are copied one after the other,
+    each in chunks of its own, into files named for the table."""
+    sizes = [(relation, *_heap(conn, relation)) for relation in copy.table.relations]
+    total = sum(blocks + 1 for _, blocks, _ in sizes)
+    per_block = sizes[0][2] if sizes else 0
+    if total * per_block >= _POSITIONS:
+        raise ConfigError(
+            f"table {copy.table.qualified} has {total} heap blocks: a snapshot's positions hold at most "
+            f"{_POSITIONS // per_block - 1} (about {_POSITIONS // per_block * _BLOCK_BYTES >> 30} GiB of "
+            "heap): "
+            "expected a smaller table (copy it in parts by hand, or let the stream bring its rows)"
+        )
+    chunks: list[Chunk] = []
+    offset = 0
+    for relation, blocks, rows_per_block in sizes:
+        chunks += _chunks(relation, blocks, copy.file_bytes, rows_per_block, offset, len(chunks))
+        offset += blocks + 1
     if len(chunks) == 1 or processes <= 1:
         done = [copy_chunk(copy, chunk) for chunk in chunks]
     else:
@@ -144,8 +161,11 @@ def _from_job(job: dict[str, Any]) -> tuple[TableCopy, Chunk]:
     table = job["copy"]["table"]
     columns = tuple(SnapshotColumn(**c) for c in table["columns"])
     keys = tuple(SnapshotColumn(**c) for c in table["primary_key"])
-    copy = TableCopy(**{**job["copy"], "table": SnapshotTable(table["schema"], table["name"], columns, keys)})
-    return copy, Chunk(**job["chunk"])
+    leaves = tuple((str(s), str(n)) for s, n in table["leaves"])
+    snapshot = SnapshotTable(table["schema"], table["name"], columns, keys, leaves, table["partitioned"])
+    copy = TableCopy(**{**job["copy"], "table": snapshot})
+    chunk = job["chunk"]
+    return copy, Chunk(**{**chunk, "relation": (str(chunk["relation"][0]), str(chunk["relation"][1]))})
 
 
 def copy_chunk(copy: TableCopy, chunk: Chunk) -> tuple[int, list[str]]:
@@ -164,8 +184,7 @@ def copy_chunk(copy: TableCopy, chunk: Chunk) -> tuple[int, list[str]]:
         taken,
     )
     prefix = f"{copy.prefix}-{chunk.index:05d}"
-    base = chunk.start * chunk.rows_per_block  # no two chunks' positions meet: see Chunk
-    parts = SnapshotParts(landing_at(copy.landing), prefix, copy.file_bytes, rows, base)
+    parts = SnapshotParts(landing_at(copy.landing), prefix, copy.file_bytes, rows, chunk.base)
     if chunk.first and copy.truncate:
         parts.truncate()
     with tempfile.TemporaryDirectory(prefix="resolver-copy-") as spool:
@@ -189,33 +208,31 @@ def in_snapshot(conn: psycopg.Connection[Any], snapshot: str) -> None:
         conn.execute(f"SET {setting} = '{value}'".encode())
 
 
-def _heap(conn: psycopg.Connection[Any], table: SnapshotTable) -> tuple[int, int]:
-    """The table's heap blocks now (at least as many as its snapshot's rows lie in) and the most rows a block
-    holds (``MaxHeapTuplesPerPage``: the block less its header, over a tuple's header and line pointer).
-    ``ConfigError`` for a table whose rows' positions would not fit a stream's (below 2^31)."""
+def _heap(conn: psycopg.Connection[Any], relation: tuple[str, str]) -> tuple[int, int]:
+    """A relation's heap blocks now (at least as many as its snapshot's rows lie in) and the most rows a
+    block holds (``MaxHeapTuplesPerPage``: the block less its header, over a tuple's header and line
+    pointer)."""
     from psycopg import sql
 
-    name = sql.SQL("{}.{}").format(sql.Identifier(table.schema), sql.Identifier(table.name)).as_string(conn)
+    name = sql.SQL("{}.{}").format(sql.Identifier(relation[0]), sql.Identifier(relation[1])).as_string(conn)
     query = "SELECT pg_relation_size(%s::regclass), current_setting('block_size')::int"
     size, block = conn.execute(query, (name,)).fetchone()  # type: ignore[misc]
-    blocks, per_block = int(size) // int(block), (int(block) - 24) // 28
-    if (blocks + 1) * per_block >= _POSITIONS:
-        raise ConfigError(
-            f"table {table.qualified} has {blocks} heap blocks: a snapshot's positions hold at most "
-            f"{_POSITIONS // per_block - 1} (about {_POSITIONS // per_block * int(block) >> 30} GiB of "
-            "heap): "
-            "expected a smaller table (copy it in parts by hand, or let the stream bring its rows)"
-        )
-    return blocks, per_block
+    return int(size) // int(block), (int(block) - 24) // 28
 
 
-def _chunks(blocks: int, file_bytes: int, rows_per_block: int) -> list[Chunk]:
-    """Ranges of about ``file_bytes`` of heap each; the last open-ended (rows added after the sizing are
-    not in the snapshot, but a table may have grown)."""
+def _chunks(
+    relation: tuple[str, str], blocks: int, file_bytes: int, rows_per_block: int, offset: int, first: int
+) -> list[Chunk]:
+    """A relation's ranges of about ``file_bytes`` of heap each, the last open-ended (rows added after the
+    sizing are not in the snapshot, but a table may have grown); ``offset``: the blocks of the table's
+    relations before it, ``first``: the index of its first chunk."""
     step = max(1, file_bytes // _BLOCK_BYTES)
     starts = list(range(0, max(blocks, 1), step))
     ends: list[int | None] = [*starts[1:], None]
-    return [Chunk(i, start, ends[i], i == 0, rows_per_block) for i, start in enumerate(starts)]
+    return [
+        Chunk(first + i, relation, start, ends[i], first + i == 0, (offset + start) * rows_per_block)
+        for i, start in enumerate(starts)
+    ]
 
 
 def _copy_rows(conn: psycopg.Connection[Any], copy: TableCopy, chunk: Chunk, csv: Path) -> None:
@@ -225,7 +242,7 @@ def _copy_rows(conn: psycopg.Connection[Any], copy: TableCopy, chunk: Chunk, csv
     where = sql.SQL("ctid >= {}::tid").format(sql.Literal(f"({chunk.start},0)"))
     if chunk.end is not None:
         where = sql.SQL("{} AND ctid < {}::tid").format(where, sql.Literal(f"({chunk.end},0)"))
-    query = values_query(copy.table, where)
+    query = values_query(copy.table, chunk.relation, where)
     parent, size = os.getppid(), 0
     with (
         open(csv, "wb") as out,

@@ -7,7 +7,9 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
 
-__all__ = ["CaptureOptions", "CaptureSummary"]
+from resolver.config.pipeline import Partitions
+
+__all__ = ["CaptureOptions", "CaptureSummary", "Partitions"]
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,7 @@ class CaptureOptions:
     exclude: tuple[str, ...] = ()
     file_bytes: int = 64 * 1024 * 1024  # a landing file is cut at the first transaction end past this size
     copy_processes: int = 2  # worker processes copying a table of several chunks (resolver.capture.copy)
+    partitions: Partitions = Partitions.ROOT  # a partitioned table as one table, or each partition its own
 
     def included(self, table: str) -> bool:
         return any(fnmatch.fnmatchcase(table, p) for p in self.include) and not any(

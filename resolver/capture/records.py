@@ -86,25 +86,35 @@ class SnapshotColumn:
 
 @dataclass(frozen=True)
 class SnapshotTable:
-    """A table to copy: its schema, name, columns in attribute order and primary-key columns (key order)."""
+    """A table to copy: its schema, name, columns in attribute order and primary-key columns (key order);
+    for a partitioned table (``partitioned``), the (schema, name) of each partition that holds rows (its
+    leaves, every level down), which the copy reads under the table's name."""
 
     schema: str
     name: str
     columns: tuple[SnapshotColumn, ...]
     primary_key: tuple[SnapshotColumn, ...] = ()
+    leaves: tuple[tuple[str, str], ...] = ()
+    partitioned: bool = False
 
     @property
     def qualified(self) -> str:
         return f"{self.schema}.{self.name}"
 
+    @property
+    def relations(self) -> tuple[tuple[str, str], ...]:
+        """What the copy reads rows from: the leaves of a partitioned table, else the table itself."""
+        return self.leaves if self.partitioned else ((self.schema, self.name),)
 
-def values_query(table: SnapshotTable, where: sql.Composable) -> sql.Composed:
-    """A query of the table's rows that ``where`` selects, in ``ctid`` order, for ``COPY (...) TO STDOUT
-    (FORMAT csv)``: a constant first column (so no row is an empty line, whatever the table's columns), then
-    each column's value text (``SnapshotColumn.text_sql``)."""
+
+def values_query(table: SnapshotTable, relation: tuple[str, str], where: sql.Composable) -> sql.Composed:
+    """A query of the rows ``where`` selects of ``relation`` (the table, or one of its leaves: the columns
+    are taken by name, so a partition whose columns lie in another order reads the same), in ``ctid``
+    order, for ``COPY (...) TO STDOUT (FORMAT csv)``: a constant first column (so no row is an empty line,
+    whatever the table's columns), then each column's value text (``SnapshotColumn.text_sql``)."""
     from psycopg import sql
 
     values = [sql.SQL("1"), *(column.text_sql() for column in table.columns)]
     return sql.SQL("SELECT {} FROM ONLY {}.{} WHERE {} ORDER BY ctid").format(
-        sql.SQL(", ").join(values), sql.Identifier(table.schema), sql.Identifier(table.name), where
+        sql.SQL(", ").join(values), sql.Identifier(relation[0]), sql.Identifier(relation[1]), where
     )

@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 from resolver.capture.copy import TableCopy, copy_table, in_snapshot
 from resolver.capture.drain import STREAM_OPTIONS, drain
 from resolver.capture.landing import Landing, landing_at
-from resolver.capture.options import CaptureOptions, CaptureSummary
+from resolver.capture.options import CaptureOptions, CaptureSummary, Partitions
+from resolver.capture.partitions import PartitionWatch, routes_name
 from resolver.capture.records import SnapshotTable
 from resolver.capture.source import (
     check_source,
@@ -42,7 +43,7 @@ from resolver.capture.source import (
     source_tables,
 )
 from resolver.errors import ConfigError
-from resolver.formats.names import SLOT_NAME, SLOT_NAME_EXPECTED
+from resolver.formats.names import SLOT_NAME, SLOT_NAME_EXPECTED, qualified
 from resolver.lsn import format_lsn, parse_lsn
 
 if TYPE_CHECKING:
@@ -77,6 +78,10 @@ def capture_once(options: CaptureOptions) -> CaptureSummary:
         check_source(conn)
         exists = _slot_free(conn, options.slot)
     has_state = landing.read(state) is not None
+    watch = None
+    if options.partitions is Partitions.ROOT:  # a capture from before routes: its partitions were tables
+        upgrade = has_state and landing.read(routes_name(options.slot)) is None
+        watch = PartitionWatch(options, landing, upgrade)
     if exists and not has_state and landing.read(started) is None:
         raise ConfigError(
             f"slot {options.slot} exists but was not made by resolver capture for {options.landing} (no "
@@ -98,10 +103,14 @@ def capture_once(options: CaptureOptions) -> CaptureSummary:
             command = f"CREATE_REPLICATION_SLOT {_temporary(options.slot)} TEMPORARY LOGICAL wal2json " + (
                 "(SNAPSHOT 'export')"
             )
-        _snapshot(options, landing, command, summary)
+        _snapshot(options, landing, command, summary, watch)
         _publish(landing, options.slot, summary)
     _finish_resnapshot(landing, options.slot, summary.files)  # one cut short while moving its files
-    drain(options, summary)
+    try:
+        drain(options, summary, watch)
+    finally:
+        if watch is not None:
+            watch.close()
     return summary
 
 
@@ -131,7 +140,13 @@ def _temporary(slot: str) -> str:
     return f"{slot[:55]}_copy"
 
 
-def _snapshot(options: CaptureOptions, landing: Landing, command: str, summary: CaptureSummary) -> None:
+def _snapshot(
+    options: CaptureOptions,
+    landing: Landing,
+    command: str,
+    summary: CaptureSummary,
+    watch: PartitionWatch | None,
+) -> None:
     """Create a slot with ``command`` exporting a snapshot and copy, in that snapshot, each included table
     that ``started`` does not list as copied yet into a file of its own in the pending folder, recording it
     in ``started`` once the file is durable. A table copied at a later point than the capture's slot was
@@ -154,7 +169,7 @@ def _snapshot(options: CaptureOptions, landing: Landing, command: str, summary: 
         False,
         done,
     )
-    _copy_exported(options, landing, command, copying)
+    _copy_exported(options, landing, command, copying, watch)
 
 
 def _publish(landing: Landing, slot: str, summary: CaptureSummary) -> None:
@@ -213,11 +228,13 @@ def resnapshot(options: CaptureOptions, patterns: Sequence[str]) -> CaptureSumma
     waiting = f"_capture/{options.slot}.resnapshot"
     landing.delete_under(waiting)  # left by a re-snapshot killed while it copied
     names: list[str] = []
+    copied: set[str] = set()  # as the readers name them
 
     def done(table: SnapshotTable, point: int, rows: int, files: list[str]) -> None:
         summary.snapshot_lsn = format_lsn(point)
         summary.snapshot_rows[table.qualified] = rows
         names.extend(name.rsplit("/", 1)[-1] for name in files)
+        copied.add(qualified(table.schema, table.name))
 
     copying = _Copy(
         chosen, lambda lsn, n: f"{waiting}/{options.slot}-{lsn:016X}-resnapshot-{n:04d}", True, done
@@ -230,6 +247,8 @@ def resnapshot(options: CaptureOptions, patterns: Sequence[str]) -> CaptureSumma
         )
     landing.write(f"{waiting}.json", [json.dumps({"files": names})])
     _finish_resnapshot(landing, options.slot, summary.files)
+    if options.partitions is Partitions.ROOT and summary.snapshot_lsn is not None:  # hints settled by it
+        PartitionWatch(options, landing).copied_again(copied, parse_lsn(summary.snapshot_lsn))
     return summary
 
 
@@ -265,9 +284,16 @@ class _Copy:
     done: Callable[[SnapshotTable, int, int, list[str]], None]
 
 
-def _copy_exported(options: CaptureOptions, landing: Landing, command: str, copying: _Copy) -> None:
+def _copy_exported(
+    options: CaptureOptions,
+    landing: Landing,
+    command: str,
+    copying: _Copy,
+    watch: PartitionWatch | None = None,
+) -> None:
     """Create a slot with ``command`` (exporting a snapshot) and copy the tables ``copying`` takes, in that
-    snapshot, each into files of ``landing`` (``resolver.capture.copy``)."""
+    snapshot, each into files of ``landing`` (``resolver.capture.copy``); ``watch`` (a capture's first
+    snapshot) gets the partitions as the snapshot sees them, each routed to its root from the start."""
     import psycopg
 
     try:
@@ -285,7 +311,11 @@ def _copy_exported(options: CaptureOptions, landing: Landing, command: str, copy
         with psycopg.connect(options.dsn) as conn:
             in_snapshot(conn, exported)  # its time is printed as the rows are
             taken = str(conn.execute("SELECT now()::text").fetchone()[0])  # type: ignore[index]
-            tables = [t for t in source_tables(conn) if copying.include(t.qualified)]
+            roots = options.partitions is Partitions.ROOT
+            tables = [t for t in source_tables(conn, roots) if copying.include(t.qualified)]
+            if watch is not None:
+                watch.position = point
+                watch.refresh(conn)
             lock_tables(conn, tables)  # held until this transaction ends: after every chunk is copied
             for n, table in enumerate(tables):
                 where = copying.prefix(point, n)

@@ -22,6 +22,7 @@ __all__ = [
     "replication_refused",
     "slot_error",
     "source_tables",
+    "SYSTEM_SCHEMAS",
 ]
 
 #: The settings of every session that prints values (the snapshot's copy and the slot's decoding): the
@@ -33,7 +34,7 @@ SESSION_SETTINGS = {
     "bytea_output": "hex",
     "IntervalStyle": "postgres",
 }
-_SYSTEM_SCHEMAS = ("pg_catalog", "information_schema")
+SYSTEM_SCHEMAS = ("pg_catalog", "information_schema")
 #: what a replication slot's name may be, and the words that say so
 
 
@@ -99,17 +100,22 @@ def slot_error(slot: str, message: str) -> ConfigError:
     return ConfigError(f"could not create the replication slot {slot}: {found}")
 
 
-def source_tables(conn: psycopg.Connection[Any]) -> list[SnapshotTable]:
-    """Every ordinary table outside the system schemas (partitions by their leaves, as wal2json reports
-    them), with its columns and primary key, read in the connection's snapshot."""
+def source_tables(conn: psycopg.Connection[Any], roots: bool = True) -> list[SnapshotTable]:
+    """Every ordinary table outside the system schemas, with its columns and primary key, read in the
+    connection's snapshot. With ``roots`` (the default), a partitioned table is one table named for its
+    root, holding its leaf partitions (every level down; ``SnapshotTable.leaves``), and no partition is a
+    table of its own; without it, each leaf partition is a table of its own, as wal2json names them, and
+    a partitioned table holds no rows of its own to copy."""
+    kinds = "c.relkind IN ('r', 'p') AND NOT c.relispartition" if roots else "c.relkind = 'r'"
     found = conn.execute(
-        "SELECT c.oid, n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE c.relkind = 'r' AND c.relpersistence = 'p' AND n.nspname <> ALL(%s) "
+        "SELECT c.oid, n.nspname, c.relname, c.relkind::text FROM pg_class c "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace "
+        f"WHERE {kinds} AND c.relpersistence = 'p' AND n.nspname <> ALL(%s) "
         "AND n.nspname NOT LIKE 'pg\\_%%' ORDER BY n.nspname, c.relname",
-        (list(_SYSTEM_SCHEMAS),),
+        (list(SYSTEM_SCHEMAS),),
     ).fetchall()
     tables = []
-    for oid, schema, name in found:
+    for oid, schema, name, kind in found:
         columns = tuple(
             SnapshotColumn(n, streamed_type(t), oid)
             for n, t, oid in conn.execute(
@@ -129,22 +135,39 @@ def source_tables(conn: psycopg.Connection[Any]) -> list[SnapshotTable]:
                 (oid,),
             ).fetchall()
         ]
+        leaves: tuple[tuple[str, str], ...] = ()
+        if kind == "p":  # the partitions that hold its rows (ordinary tables: not foreign ones)
+            leaves = tuple(
+                (str(s), str(n))
+                for s, n in conn.execute(
+                    "SELECT n.nspname, c.relname FROM pg_partition_tree(%s::regclass) t "
+                    "JOIN pg_class c ON c.oid = t.relid JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE t.isleaf AND c.relkind = 'r' ORDER BY n.nspname, c.relname",
+                    (oid,),
+                ).fetchall()
+            )
         by_name = {c.name: c for c in columns}
-        tables.append(SnapshotTable(schema, name, columns, tuple(by_name[k] for k in keys)))
+        tables.append(
+            SnapshotTable(schema, name, columns, tuple(by_name[k] for k in keys), leaves, kind == "p")
+        )
     return tables
 
 
 def lock_tables(conn: psycopg.Connection[Any], tables: Sequence[SnapshotTable]) -> None:
     """Hold ``ACCESS SHARE`` on every table to copy until the copy's transaction ends (as ``pg_dump`` does):
-    a ``DROP`` or a rewriting ``ALTER`` then waits for the copy instead of breaking it. A table dropped
-    between the snapshot and this lock is one line (the next capture takes a snapshot without it)."""
+    a ``DROP`` or a rewriting ``ALTER`` then waits for the copy instead of breaking it; a partitioned table
+    is locked with its partitions (a ``DETACH`` or ``DROP`` of one waits too). A table dropped between the
+    snapshot and this lock is one line (the next capture takes a snapshot without it)."""
     import psycopg
     from psycopg import sql
 
     for table in tables:
-        statement = sql.SQL("LOCK TABLE ONLY {}.{} IN ACCESS SHARE MODE").format(
-            sql.Identifier(table.schema), sql.Identifier(table.name)
+        lock = (
+            "LOCK TABLE {}.{} IN ACCESS SHARE MODE"
+            if table.partitioned
+            else ("LOCK TABLE ONLY {}.{} IN ACCESS SHARE MODE")
         )
+        statement = sql.SQL(lock).format(sql.Identifier(table.schema), sql.Identifier(table.name))
         try:
             conn.execute(statement)
         except psycopg.errors.UndefinedTable:

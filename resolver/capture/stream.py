@@ -20,11 +20,12 @@ import threading
 import time
 from typing import Any
 
-from resolver.capture.drain import STREAM_OPTIONS, CapturedLines
+from resolver.capture.drain import STREAM_OPTIONS, CapturedLines, slot_position
 from resolver.capture.landing import landing_at
-from resolver.capture.options import CaptureOptions, CaptureSummary
+from resolver.capture.options import CaptureOptions, CaptureSummary, Partitions
+from resolver.capture.partitions import PartitionWatch
 from resolver.capture.parts import LandingParts
-from resolver.capture.source import SESSION_SETTINGS, replication_refused
+from resolver.capture.source import SESSION_SETTINGS, connect, replication_refused
 from resolver.errors import ConfigError
 from resolver.lsn import format_lsn
 
@@ -34,6 +35,8 @@ log = logging.getLogger("resolver.capture.snapshot")
 
 #: how often, at most, the loop looks at the clock and the stop flag while the server sends nothing
 _TICK_SECONDS = 0.5
+#: how often a running capture looks at the catalog for partitions attached, detached or dropped
+_LOOK_SECONDS = 30.0
 #: how often psycopg2 tells the server where the capture is, even when nothing changes (its keepalive)
 _STATUS_SECONDS = 10
 
@@ -43,8 +46,15 @@ def stream_changes(options: CaptureOptions, file_seconds: float, stop: threading
     past ``options.file_bytes`` or ``file_seconds``, each confirmed once durable. The slot must exist and
     its snapshot be taken (``resolver.capture.snapshot.capture_once`` first). Returns what was landed."""
     summary = CaptureSummary(options.slot)
-    parts = LandingParts(landing_at(options.landing), options.slot, options.file_bytes)
-    lines = CapturedLines(options, parts)
+    landing = landing_at(options.landing)
+    parts = LandingParts(landing, options.slot, options.file_bytes)
+    watch = PartitionWatch(options, landing) if options.partitions is Partitions.ROOT else None
+    if watch is not None:
+        with connect(options.dsn) as regular:
+            watch.position = slot_position(regular, options.slot)
+            watch.refresh(regular)
+    lines = CapturedLines(options, parts, watch)
+    looked = time.monotonic()
     conn = _replication_connection(options.dsn)
     try:
         cursor = conn.cursor()
@@ -66,6 +76,9 @@ def stream_changes(options: CaptureOptions, file_seconds: float, stop: threading
                 read = max(read, int(cursor.wal_end or 0))
             if parts.is_open and (stop.is_set() or parts.open_seconds() >= file_seconds):
                 parts.cut()
+            if watch is not None and not lines.inside and time.monotonic() - looked >= _LOOK_SECONDS:
+                watch.refresh()  # partitions detached, dropped or attached since the last look
+                looked = time.monotonic()
             confirm.landed(parts, lines, read, now=message is None or stop.is_set())
             if stop.is_set():
                 break
@@ -73,6 +86,8 @@ def stream_changes(options: CaptureOptions, file_seconds: float, stop: threading
                 select.select([cursor], [], [], _TICK_SECONDS)
     finally:
         conn.close()
+        if watch is not None:
+            watch.close()
     summary.changes = lines.records
     return summary
 

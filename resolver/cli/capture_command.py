@@ -90,6 +90,12 @@ def add_capture(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "connection of its own (default 2, or the file's)",
     )
     parser.add_argument(
+        "--partitions",
+        choices=("root", "leaves"),
+        help="a partitioned table is one table named for its root (root, the default, or the file's), or "
+        "each of its partitions a table of its own (leaves)",
+    )
+    parser.add_argument(
         "--resnapshot",
         action="append",
         metavar="PATTERN",
@@ -105,7 +111,7 @@ def _options(args: argparse.Namespace) -> tuple[CaptureOptions, float]:
     from dataclasses import replace
 
     from resolver.capture.landing import check_location
-    from resolver.capture.options import CaptureOptions
+    from resolver.capture.options import CaptureOptions, Partitions
     from resolver.errors import ConfigError
 
     interval = args.interval
@@ -119,6 +125,7 @@ def _options(args: argparse.Namespace) -> tuple[CaptureOptions, float]:
         tables = (tuple(args.tables or ("*",)), tuple(args.exclude or ()))
         options = CaptureOptions(args.dsn, args.landing, args.slot, *tables, _bytes(args.file_mb, 64.0))
         processes = args.copy_processes
+        partitions = args.partitions
     else:
         from resolver.config.pipeline import load_pipeline
 
@@ -146,12 +153,15 @@ def _options(args: argparse.Namespace) -> tuple[CaptureOptions, float]:
         size = _bytes(args.file_mb, pipeline.capture.file_mb)
         options = CaptureOptions(dsn, landing, slot, *tables, size)
         processes = args.copy_processes or pipeline.capture.copy_processes
+        partitions = args.partitions or pipeline.capture.partitions
         interval = interval if interval is not None else pipeline.capture.interval_seconds
     check_location(options.landing)
     if processes is not None:
         if processes < 1:
             raise ConfigError(f"--copy-processes {processes}: expected 1 or more")
         options = replace(options, copy_processes=processes)
+    if partitions is not None:
+        options = replace(options, partitions=Partitions(partitions))
     interval = 10.0 if interval is None else interval
     if interval <= 0:
         raise ConfigError(f"--interval {interval:g}: expected a number of seconds above 0")

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from resolver.config.pipeline import TableSettings
@@ -27,7 +27,9 @@ class BatchOptions:
     - ``isolate``: a table that fails (in planning or while applying) does not stop the others: its summary
       carries the ``error``;
     - ``on_table``: called with each table's summary as soon as the table is done;
-    - ``window``: the batch's :class:`ReadWindow` in a stream read in pieces.
+    - ``window``: the batch's :class:`ReadWindow` in a stream read in pieces;
+    - ``partitions``: partitions' names (shell patterns) -> the table their changes belong to, beside the
+      routes ``resolver capture`` recorded (``resolver.formats.partition_routes``).
     """
 
     policies: Policies = field(default_factory=Policies)
@@ -36,6 +38,7 @@ class BatchOptions:
     isolate: bool = False
     on_table: Callable[[TableSummary], None] | None = None
     window: ReadWindow = CLOSED
+    partitions: Mapping[str, str] | None = None
 
 
 def batch_options(options: object) -> BatchOptions:

@@ -14,6 +14,9 @@ policies:                      # optional: unknown tables, unknown columns, unsa
 capture:                       # optional: resolver capture pipeline.yaml fills source.path (docs/capture.md)
   dsn_env: SHOP_DSN            # the libpq DSN, from this environment variable (or dsn: "host=db ...")
   slot: shop                   # the replication slot
+  partitions: root             # optional: a partitioned table as one table (default), or "leaves"
+partitions:                    # optional: partitions -> their table, for files resolver capture did not write
+  "public.events_*": public.events
 include: ["public.*"]          # optional: tables to keep (shell patterns; default every table)
 exclude: ["public.tmp_*"]      # optional: tables to leave out (their events stay in bronze)
 defaults:                      # optional: settings of every table
@@ -45,12 +48,13 @@ from resolver.config.policy import Policies
 from resolver.config.yamlconfig import parse_yaml
 from resolver.errors import ConfigError
 from resolver.files.input_files import local_listing
-from resolver.formats.names import SLOT_NAME, SLOT_NAME_EXPECTED
+from resolver.formats.names import SLOT_NAME, SLOT_NAME_EXPECTED, split_qualified
 from resolver.models import Format, ResolverModel
 from resolver.paths import is_uri, join_inside
 
 __all__ = [
     "CaptureSettings",
+    "Partitions",
     "Output",
     "Pipeline",
     "Source",
@@ -148,6 +152,17 @@ class StreamSettings(ResolverModel):
     )
 
 
+class Partitions(StrEnum):
+    """How a capture names a partitioned table's rows and changes (docs/capture.md, "Partitioned
+    tables")."""
+
+    ROOT = "root"
+    """One table named for the partitioned table (``pg_partition_root``), its partitions' rows and changes
+    under that name; patterns match the root's name."""
+    LEAVES = "leaves"
+    """Each leaf partition a table of its own, as wal2json names them."""
+
+
 class CaptureSettings(ResolverModel):
     """``resolver capture PIPELINE.yaml``: the database and slot it captures into the pipeline's source
     folder, the tables chosen by the pipeline's ``include``/``exclude`` (docs/capture.md)."""
@@ -168,6 +183,11 @@ class CaptureSettings(ResolverModel):
     )
     copy_processes: int | None = Field(
         None, ge=1, description="Worker processes copying a large table's chunks at once (default 2)"
+    )
+    partitions: Partitions = Field(
+        Partitions.ROOT,
+        description="root: a partitioned table is one table named for its root (default); leaves: each "
+        "partition a table of its own",
     )
 
     @field_validator("slot")
@@ -212,6 +232,21 @@ class Pipeline(ResolverModel):
     tables: dict[str, TableSettings] = Field(
         default_factory=dict, description="Settings per table name or shell pattern; later entries win"
     )
+    partitions: dict[str, str] = Field(
+        default_factory=dict,
+        description="Partitions' names (shell patterns on schema.table) -> the table their changes belong "
+        "to, for landing files resolver capture did not write (it records its own)",
+    )
+
+    @field_validator("partitions")
+    @classmethod
+    def _partition_tables(cls, value: dict[str, str]) -> dict[str, str]:
+        for pattern, table in value.items():
+            try:
+                split_qualified(table)
+            except ConfigError:
+                raise ValueError(f"{pattern}: found {table!r} (expected a table name schema.table)") from None
+        return value
 
     def included(self, table: str) -> bool:
         """Whether the pipeline keeps silver tables for ``table``."""

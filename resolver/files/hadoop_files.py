@@ -93,6 +93,12 @@ class HadoopFiles:
         dirs = sorted(str(s.getPath().getName()) for s in statuses if s.isDirectory())
         return dirs, sorted(str(s.getPath().getName()) for s in statuses if not s.isDirectory())
 
+    def texts(self, folder: str, suffix: str) -> list[str]:
+        found = self.children(folder)
+        if found is None:
+            return []
+        return [self.read_text(f"{folder}/{name}") for name in found[1] if name.endswith(suffix)]
+
     def read_text(self, path: str) -> str:
         fs, p = self._fs(path)
         stream = fs.open(p)

@@ -18,11 +18,21 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from resolver.errors import ConfigError
+from resolver.formats.partition_routes import ROUTES_SUFFIX, RoutesFile
 from resolver.formats.snapshot_files import is_snapshot_file
 from resolver.formats.wal2json_detect import HEAD_LIMIT, FileHead, stream_head
 from resolver.models import Format
 
-__all__ = ["LOCAL", "FileSystem", "LocalFiles", "head_of", "list_files", "local_listing", "resolve_format"]
+__all__ = [
+    "LOCAL",
+    "FileSystem",
+    "LocalFiles",
+    "head_of",
+    "list_files",
+    "local_listing",
+    "resolve_format",
+    "routes_files",
+]
 
 
 class FileSystem(Protocol):
@@ -35,6 +45,11 @@ class FileSystem(Protocol):
 
     def head(self, path: str) -> FileHead:
         """What the head of the file shows (``resolver.formats.wal2json.file_head``)."""
+        ...
+
+    def texts(self, folder: str, suffix: str) -> list[str]:
+        """The texts of a folder's files whose names end with ``suffix``, in name order (none when there
+        is no such folder)."""
         ...
 
 
@@ -51,6 +66,16 @@ class LocalFiles:
     def head(self, path: str) -> FileHead:
         with open(path, "rb") as fh:
             return stream_head(fh)
+
+    def texts(self, folder: str, suffix: str) -> list[str]:
+        if not os.path.isdir(folder):
+            return []
+        names = sorted(n for n in os.listdir(folder) if n.endswith(suffix))
+        out = []
+        for n in names:
+            with open(os.path.join(folder, n), encoding="utf-8") as fh:
+                out.append(fh.read())
+        return out
 
 
 LOCAL = LocalFiles()
@@ -76,6 +101,24 @@ def local_listing(pattern: str) -> dict[str, tuple[int, int]] | None:
 def head_of(data: bytes) -> FileHead:
     """The head of a file whose first bytes (up to ``HEAD_LIMIT``) are ``data``."""
     return stream_head(io.BytesIO(data[:HEAD_LIMIT]))
+
+
+def routes_files(files: Sequence[str], fs: FileSystem = LOCAL) -> list[RoutesFile]:
+    """The partition routes a capture recorded beside the files (``_capture/*.partitions.json`` in the
+    folder of each: ``resolver.formats.partition_routes``); one that cannot be read is refused in one
+    line."""
+    out = []
+    for folder in dict.fromkeys(f.rsplit("/", 1)[0] for f in files if "/" in f):
+        place = f"{folder}/_capture"
+        for text in fs.texts(place, ROUTES_SUFFIX):
+            try:
+                out.append(RoutesFile.parse(text))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ConfigError(
+                    f"a partition routes file in {place} could not be read ({exc}): expected what "
+                    "resolver capture writes (docs/capture.md, 'Partitioned tables')"
+                ) from None
+    return out
 
 
 def list_files(paths: Sequence[str], fs: FileSystem = LOCAL) -> list[str]:

@@ -37,12 +37,12 @@ def write_quarantine(spark: SparkSession, path: str, records: DataFrame, files: 
     return metrics.get("numTargetRowsInserted", 0)
 
 
-def write_records(spark: SparkSession, path: str, records: DataFrame | None, fmt: str) -> None:
+def write_records(spark: SparkSession, path: str, records: DataFrame | None, fmt: str) -> int:
     """Add a batch's records of values that did not fit (``bad_value_records``) and of events a policy
     refused, in the stream format ``fmt``, if there are any; the quarantine's MERGE is bounded by the
-    files they came from (a few names, collected)."""
+    files they came from (a few names, collected). Returns how many were added."""
     if records is None:
-        return
+        return 0
     records = records.withColumn("format", F.lit(fmt))
     files = [r[0] for r in records.select("source_file").distinct().collect()]  # a few file names
-    write_quarantine(spark, path, records.select(*QUARANTINE_SCHEMA.fieldNames()), files)
+    return write_quarantine(spark, path, records.select(*QUARANTINE_SCHEMA.fieldNames()), files)

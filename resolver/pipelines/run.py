@@ -38,7 +38,7 @@ from resolver.config.pipeline import Pipeline, load_pipeline
 from resolver.config.tableschema import TableSchema, load_schemas
 from resolver.errors import ConfigError
 from resolver.files.hadoop_files import source_listing
-from resolver.files.input_files import resolve_format
+from resolver.files.input_files import resolve_format, routes_files
 from resolver.formats.snapshot_files import is_snapshot_file
 from resolver.lake.folders import Lake
 from resolver.lake.ledger import read_ledger, record_files
@@ -178,6 +178,9 @@ def apply_new_files(
         if len(done) < len(chunk) and start + len(chunk) >= len(todo):
             break  # the rest is inside a transaction whose commit has not landed: nothing more to read now
         start, width = start + (len(done) or len(chunk)), size
+    warnings = [hint.line() for routes in routes_files(files, fs) for hint in routes.copy_again]
+    for line in warnings:
+        log.warning("%s", line)
     return RunSummary(
         run_id=run_id,
         lake=pipeline.lake,
@@ -186,6 +189,7 @@ def apply_new_files(
         files_applied=recorded,
         batches=batches,
         failed_tables=failed,
+        warnings=warnings,
     )
 
 
@@ -251,6 +255,7 @@ def _batch(
         isolate=True,
         on_table=on_table,
         window=ReadWindow(open_start=before is not None, open_end=True),
+        partitions=pipeline.partitions,
     )
     result = ingest_batch(spark, read, lake, fmt, schemas, options)
     log.info(

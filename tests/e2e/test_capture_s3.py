@@ -58,7 +58,10 @@ def test_a_capture_lands_its_snapshot_and_changes_as_objects(
         for item in page.get("Contents", [])
     )
     files = [k for k in keys if k.startswith("landing/lake-")]
-    assert keys == sorted([*files, "landing/_capture/lake.json"]), keys  # nothing pending, hidden or partial
+    # nothing pending, hidden or partial; the routes file records the tables the capture saw (no partitions)
+    assert keys == sorted([*files, "landing/_capture/lake.json", "landing/_capture/lake.partitions.json"]), (
+        keys
+    )
     state = json.loads(bucket.client.get_object(Bucket=bucket.name, Key=keys[0])["Body"].read())
     copied = [f"landing/{f}" for f in state["files"]["public.kept"]]
     assert state["tables"] == {"public.kept": 50} and copied == [k for k in files if "-snapshot-" in k]

@@ -118,6 +118,7 @@ def test_tables_without_a_key_and_values_that_do_not_fit(
         events = spark.read.format("delta").load(snapshot_path(lake, "public.events"))
         assert sorted(tuple(r) for r in events.select("id", "at").collect())[1] == (2, None)
         assert by_table["public.events"].bad_values == 1
+        assert summary.quarantined == 1, summary.lines()  # the header counts it too
         quarantine = spark.read.format("delta").load(f"{lake}/quarantine").collect()
         reason = "public.events.at: value does not fit type timestamp"
         assert [(q.raw, reason in q.reason) for q in quarantine] == [("infinity", True)]
