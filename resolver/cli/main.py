@@ -160,7 +160,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             from resolver.spark.runtime import check_local_spark
 
             check_local_spark()
-        return handlers[args.command](args)
+        try:
+            return handlers[args.command](args)
+        finally:
+            if "pyspark" in sys.modules:  # a JVM that makes the class archive writes it as it ends
+                from resolver.spark.driver_jvm import finish_driver
+
+                finish_driver()
     except LakeBusy as e:
         print(f"resolver: busy: {e}", file=sys.stderr)
         return EXIT_BUSY
@@ -195,7 +201,9 @@ def _ingest(args: argparse.Namespace) -> int:
         schemas = load_schemas(args.schemas)
         print(f"resolver: {len(schemas)} table schema file(s) valid in {args.schemas}", file=sys.stderr)
     started = time.monotonic()
-    spark = session(args)
+    from resolver.spark.driver_jvm import DriverJvm
+
+    spark = session(args, jvm=DriverJvm.for_input(args.files), lake=args.lake)
     if remote:
         from resolver.files.hadoop_files import input_of
 

@@ -7,8 +7,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 from resolver.cli.spark_options import add_spark_arguments, session
+
+if TYPE_CHECKING:
+    from resolver.config.pipeline import Pipeline
 
 __all__ = ["add_run", "run"]
 
@@ -79,12 +83,17 @@ def run(args: argparse.Namespace) -> int:
 
         load_schemas(pipeline.schemas)
     kafka = pipeline.source.kafka is not None
+    from resolver.spark.driver_jvm import SHORT_INPUT_BYTES, DriverJvm
+
+    # a scheduled run over a few new files is short work; a stream, or a large backlog, is not
+    short = not (args.stream or kafka) and _new_bytes(pipeline) <= SHORT_INPUT_BYTES
+    jvm = DriverJvm(short=short, dump=True)
     if kafka:
         from resolver.config.kafka_config import local_kafka_package
 
-        spark = session(args, extra_packages=[local_kafka_package()])
+        spark = session(args, extra_packages=[local_kafka_package()], jvm=jvm, lake=pipeline.lake)
     else:
-        spark = session(args)
+        spark = session(args, jvm=jvm, lake=pipeline.lake)
     if args.stream or kafka:
         from resolver.pipelines.stream import run_stream
 
@@ -107,3 +116,23 @@ def run(args: argparse.Namespace) -> int:
         for line in summary.lines():
             print(line)
     return EXIT_PARTIAL if summary.failed_tables else EXIT_OK
+
+
+def _new_bytes(pipeline: Pipeline) -> int:
+    """About how many bytes a run of the pipeline reads, known before Spark starts: the source's files
+    changed since the ledger's last commit (all of them for a new lake); a source or lake named by a URI
+    counts as more than any short work."""
+    from pathlib import Path
+
+    from resolver.files.input_files import local_listing
+    from resolver.lake.folders import Lake
+    from resolver.paths import is_uri
+    from resolver.spark.driver_jvm import SHORT_INPUT_BYTES
+
+    source = str(pipeline.source.path)
+    if is_uri(source) or is_uri(pipeline.lake):
+        return SHORT_INPUT_BYTES + 1
+    log = Path(Lake.at(pipeline.lake).ledger) / "_delta_log"
+    since = max((p.stat().st_mtime_ns for p in log.glob("*.json")), default=0) if log.is_dir() else 0
+    listing = local_listing(source) or {}
+    return sum(size for size, modified in listing.values() if modified >= since)

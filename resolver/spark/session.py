@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from resolver.errors import ConfigError
+from resolver.spark.driver_jvm import DriverJvm, java_options
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -77,15 +78,21 @@ def partitions_for(master: str) -> int:
 
 
 def local_session(
-    app_name: str = "resolver", master: str = "local[2]", packages: Sequence[str] = (), **conf: str
+    app_name: str = "resolver",
+    master: str = "local[2]",
+    packages: Sequence[str] = (),
+    jvm: DriverJvm | None = None,
+    **conf: str,
 ) -> SparkSession:
     """Get or create a local SparkSession with Delta Lake, UTC time zone and small-machine defaults.
 
     Delta's jars are resolved from Maven Central by ``configure_spark_with_delta_pip`` (cached in ~/.ivy2),
     with any other ``packages`` (Maven coordinates, e.g. ``org.apache.hadoop:hadoop-aws:3.4.1`` for
     ``s3a://``); the jars they resolved to are remembered (``resolver.spark.package_jars``), so later sessions
-    with the same packages start without resolving them again. Keyword arguments override settings, with
-    dots written as ``__``: ``spark__sql__shuffle__partitions="8"``.
+    with the same packages start without resolving them again. ``jvm`` says how the driver JVM starts
+    (``resolver.spark.driver_jvm.DriverJvm``: short work, shared classes; the ``resolver`` commands pass
+    theirs); without it, the JVM's defaults. Keyword arguments override settings, with dots written as
+    ``__``: ``spark__sql__shuffle__partitions="8"``.
 
     Example::
 
@@ -113,7 +120,12 @@ def local_session(
     # PATH: `venv/bin/resolver` works without activating the venv. PySpark reads the variable when the
     # context starts (the spark.pyspark.python setting is only for spark-submit).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    settings.update({k.replace("__", "."): v for k, v in conf.items()})
+    given = {k.replace("__", "."): v for k, v in conf.items()}
+    settings.update(given)
+    extra = java_options(jvm, given, ",".join(packages))
+    if extra:
+        driver = settings["spark.driver.extraJavaOptions"]
+        settings["spark.driver.extraJavaOptions"] = " ".join([driver, *extra])
     for key, value in settings.items():
         builder = builder.config(key, value)
     builder = configure_spark_with_delta_pip(builder, list(packages))
