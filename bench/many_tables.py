@@ -1,14 +1,17 @@
 """G9, many tables: one ingest of a batch over 20 tables x 100 events against the same batch over one table,
-each into a lake that already holds the tables' first batch (the steady state of a scheduled run).
+each into a lake that already holds the tables' first batch (the steady state of a scheduled run); beside
+it 50 tables x 10 events (many tables with a handful of changes each), and G12: 20 tables x 100 inserts of
+new rows each (logs, events: tables that only gain rows).
 
-``python -m bench.many_tables`` measures it beside its *floor*: for the same numbers of tables, only the
-writes every batch of a table must make under the lake's contracts (DESIGN.md: the change store appended to,
-the history and the snapshot each changed in one Delta commit, a MERGE), on tables of three columns with
-sources of 100 rows, on the same pool of threads the resolver applies tables on. Nothing of the resolver
-runs in the floor: what one batch over N tables costs above it is the resolver's own.
+``python -m bench.many_tables`` measures each beside its *floor*: for the same numbers of tables, only the
+writes every batch of a table must make under the lake's contracts of 2026-12-05 (DESIGN.md: the change
+store appended to, the history and the snapshot each changed in one Delta commit, a MERGE), on tables of
+three columns with sources of the same rows, on the same pool of threads the resolver applies tables on;
+G12's floor is two plain Delta appends per table (its history and its snapshot). Nothing of the resolver
+runs in a floor: what one batch over N tables costs above it is the resolver's own.
 
-    python -m bench.many_tables                 # 1 and 20 tables, median of 3
-    python -m bench.many_tables --tables 10 --repeat 5
+    python -m bench.many_tables                 # g9 (1 and 20 tables), small (50 x 10), g12; median of 3
+    python -m bench.many_tables --cases g12 --repeat 5
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from bench.goals import Bench, Goal, _med, _ok, _runs_text
 from bench.workload import Spec, Txn, generate, write_wal2json
@@ -85,36 +88,36 @@ def g9_many_tables(bench: Bench) -> Goal:
     )
 
 
-def floor_lake(spark, root: str, tables: int) -> None:  # type: ignore[no-untyped-def]
-    """For each table, its three Delta tables (change store, history, snapshot) holding 100 rows each."""
+def floor_lake(spark, root: str, tables: int, rows: int = EVENTS) -> None:  # type: ignore[no-untyped-def]
+    """For each table, its three Delta tables (change store, history, snapshot) holding ``rows`` rows each."""
     from pyspark.sql import functions as F
 
-    rows = spark.range(EVENTS).select(F.col("id").alias("k"), F.col("id").alias("v"), F.lit(0).alias("lsn"))
+    seed = spark.range(rows).select(F.col("id").alias("k"), F.col("id").alias("v"), F.lit(0).alias("lsn"))
     for i in range(tables):
         for kind in ("store", "history", "snapshot"):
-            rows.write.format("delta").save(os.path.join(root, f"{kind}{i:02d}"))
+            seed.write.format("delta").save(os.path.join(root, f"{kind}{i:02d}"))
 
 
-def floor_batch(spark, root: str, tables: int, batch: int) -> None:  # type: ignore[no-untyped-def]
-    """Each table's writes of one batch, on the resolver's pool of threads: 100 rows appended to the change
-    store, then one MERGE of them (matched rows updated, the rest inserted, bounded by the key range) into
-    the history beside one into the snapshot, at once (as the resolver runs its two)."""
+def floor_batch(spark, root: str, tables: int, batch: int, rows: int = EVENTS) -> None:  # type: ignore[no-untyped-def]  # noqa: E501
+    """Each table's writes of one batch, on the resolver's pool of threads: ``rows`` rows appended to the
+    change store, then one MERGE of them (matched rows updated, the rest inserted, bounded by the key range)
+    into the history beside one into the snapshot, at once (as the resolver runs its two)."""
     from delta.tables import DeltaTable
     from pyspark.sql import functions as F
 
     from resolver.spark.parallelism import parallel_tables
 
     def one(i: int) -> None:
-        rows = spark.range(EVENTS).select(
+        source = spark.range(rows).select(
             F.col("id").alias("k"), (F.col("id") + batch).alias("v"), F.lit(batch).alias("lsn")
         )
-        rows = rows.localCheckpoint()
-        rows.write.format("delta").mode("append").save(os.path.join(root, f"store{i:02d}"))
+        source = source.localCheckpoint()
+        source.write.format("delta").mode("append").save(os.path.join(root, f"store{i:02d}"))
 
         def merge(kind: str) -> None:
             target = DeltaTable.forPath(spark, os.path.join(root, f"{kind}{i:02d}"))
-            condition = f"t.k BETWEEN 0 AND {EVENTS - 1} AND t.k = s.k"
-            merge = target.alias("t").merge(rows.alias("s"), condition)
+            condition = f"t.k BETWEEN 0 AND {rows - 1} AND t.k = s.k"
+            merge = target.alias("t").merge(source.alias("s"), condition)
             merge.whenMatchedUpdate(
                 "t.v <> s.v", {"v": "s.v", "lsn": "s.lsn"}
             ).whenNotMatchedInsertAll().execute()
@@ -130,75 +133,129 @@ def floor_batch(spark, root: str, tables: int, batch: int) -> None:  # type: ign
         list(pool.map(one, range(tables)))
 
 
+def floor_appends(spark, root: str, tables: int, batch: int, rows: int = EVENTS) -> None:  # type: ignore[no-untyped-def]  # noqa: E501
+    """G12's floor: each table's ``rows`` new rows appended plainly to its history and its snapshot, on the
+    resolver's pool of threads, the two appends of a table at once."""
+    from pyspark.sql import functions as F
+
+    from resolver.spark.parallelism import parallel_tables
+
+    def one(i: int) -> None:
+        source = spark.range(batch * rows, (batch + 1) * rows).select(
+            F.col("id").alias("k"), F.col("id").alias("v"), F.lit(batch).alias("lsn")
+        )
+
+        def append(kind: str) -> None:
+            source.write.format("delta").mode("append").save(os.path.join(root, f"{kind}{i:02d}"))
+
+        with ThreadPoolExecutor(max_workers=1) as side:
+            history = side.submit(append, "history")
+            try:
+                append("snapshot")
+            finally:
+                history.result()
+
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel_tables(spark), tables))) as pool:
+        list(pool.map(one, range(tables)))
+
+
+@dataclass(frozen=True)
+class Case:
+    """One line of the bench: ``tables`` tables x ``events`` events each in one batch, into a lake holding
+    their first batch; ``inserts``: every event inserts a new row (G12), against plain appends."""
+
+    label: str
+    tables: int
+    events: int
+    inserts: bool = False
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.many_tables", description=__doc__.splitlines()[0])
     parser.add_argument("--tables", type=int, default=TABLES, help="tables of the many-table batch")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs of each side (median)")
+    parser.add_argument(
+        "--cases",
+        default="g9,small,g12",
+        help="which lines: g9 (1 and --tables tables x 100 events), small (50 tables x 10 events), g12 "
+        "(--tables tables x 100 inserts of new rows against plain appends)",
+    )
     args = parser.parse_args(argv)
     from bench.metrics import job_ids
     from resolver import ingest, local_session
 
+    chosen = set(args.cases.split(","))
+    cases = [
+        *([Case("g9", 1, EVENTS), Case("g9", args.tables, EVENTS)] if "g9" in chosen else []),
+        *([Case("small", 50, 10)] if "small" in chosen else []),
+        *([Case("g12", args.tables, EVENTS, inserts=True)] if "g12" in chosen else []),
+    ]
     spark = local_session("bench-many-tables", spark__ui__retainedJobs="1000000")
     work = tempfile.mkdtemp(prefix="bench-many-tables-")
-    spec = generate(Spec(batch_events=EVENTS, batches=2, seed=9))
-    seconds: dict[tuple[str, int], list[float]] = {}
-    jobs: dict[tuple[str, int], list[int]] = {}
+    seconds: dict[tuple[str, Case], list[float]] = {}
+    jobs: dict[tuple[str, Case], list[int]] = {}
 
-    def timed(side: str, tables: int, fn: Callable[[], object]) -> None:
+    def timed(side: str, case: Case, fn: Callable[[], object]) -> None:
         before = job_ids(spark)
         start = time.perf_counter()
         fn()
-        seconds.setdefault((side, tables), []).append(time.perf_counter() - start)
-        jobs.setdefault((side, tables), []).append(len(job_ids(spark) - before))
+        seconds.setdefault((side, case), []).append(time.perf_counter() - start)
+        jobs.setdefault((side, case), []).append(len(job_ids(spark) - before))
 
     try:
-        for tables in (1, args.tables):
-            folder = os.path.join(work, f"ours-{tables}")
+        for case in cases:
+            mix = {"insert": 1.0, "update": 0.0, "delete": 0.0} if case.inserts else {}
+            spec = generate(Spec(batch_events=case.events, batches=2, seed=9, **mix))
+            folder = os.path.join(work, f"ours-{case.label}-{case.tables}")
             os.makedirs(folder)
-            first = write_tables(spec.batches[0].txns, tables, os.path.join(folder, "first.json"))
-            second = write_tables(spec.batches[1].txns, tables, os.path.join(folder, "second.json"))
+            first = write_tables(spec.batches[0].txns, case.tables, os.path.join(folder, "first.json"))
+            second = write_tables(spec.batches[1].txns, case.tables, os.path.join(folder, "second.json"))
             seeded = os.path.join(folder, "lake")
             ingest(spark, [first], seeded, "wal2json-v2")
-            floor_seed = os.path.join(work, f"floor-{tables}")
-            floor_lake(spark, floor_seed, tables)
+            floor_seed = os.path.join(work, f"floor-{case.label}-{case.tables}")
+            floor_lake(spark, floor_seed, case.tables, case.events)
+            floor_fn = floor_appends if case.inserts else floor_batch
             for n in range(args.repeat + 1):  # the first run of each side warms up, and is not counted
-                lake, floor = os.path.join(folder, f"run{n}"), os.path.join(work, f"floor-{tables}-run{n}")
+                lake, floor = os.path.join(folder, f"run{n}"), os.path.join(floor_seed + f"-run{n}")
                 shutil.copytree(seeded, lake)
                 shutil.copytree(floor_seed, floor)
                 for side, fn in (
                     ("ours", lambda lake=lake, second=second: ingest(spark, [second], lake, "wal2json-v2")),
                     (
                         "floor",
-                        lambda floor=floor, tables=tables, n=n: floor_batch(spark, floor, tables, n + 1),
+                        lambda floor=floor, case=case, n=n, write=floor_fn: write(
+                            spark, floor, case.tables, n + 1, case.events
+                        ),
                     ),
                 ):
-                    timed(side, tables, fn)
+                    timed(side, case, fn)
                     if n == 0:
-                        seconds[(side, tables)].pop()
-                        jobs[(side, tables)].pop()
+                        seconds[(side, case)].pop()
+                        jobs[(side, case)].pop()
                 shutil.rmtree(lake)
                 shutil.rmtree(floor)
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
     med = {k: statistics.median(v) for k, v in seconds.items()}
-    print(
-        f"G9: one batch of {args.tables} tables x {EVENTS} events against 1 table (median of {args.repeat})"
-    )
-    for side in ("ours", "floor"):
-        one, many = med[(side, 1)], med[(side, args.tables)]
+
+    def line(side: str, case: Case) -> str:
+        got = med[(side, case)]
+        return f"{got:6.1f} s ({statistics.median(jobs[(side, case)]):.0f} jobs)"
+
+    print(f"one batch each (median of {args.repeat}), load average {os.getloadavg()[0]:.2f} (2 cores here)")
+    for case in cases:
+        what = "new rows" if case.inserts else "events"
+        floor = "plain appends" if case.inserts else "floor"
+        ours, base = med[("ours", case)], med[("floor", case)]
         print(
-            f"  {side:5}  1 table {one:6.1f} s ({statistics.median(jobs[(side, 1)]):.0f} jobs)   "
-            f"{args.tables} tables {many:6.1f} s ({statistics.median(jobs[(side, args.tables)]):.0f} jobs)   "
-            f"ratio {many / one:5.2f}x"
+            f"  {case.label:5} {case.tables:2} table(s) x {case.events} {what}: ours {line('ours', case)}, "
+            f"{floor} {line('floor', case)}: ours over it {ours / base:.2f}x"
         )
-    ours_many, floor_many = med[("ours", args.tables)], med[("floor", args.tables)]
-    print(
-        f"  {args.tables} tables, ours over the floor: {ours_many / floor_many:.2f}x; the floor of "
-        f"{args.tables} tables over ours for 1 table (the best a G9 ratio can be): "
-        f"{floor_many / med[('ours', 1)]:.2f}x (goal <= 3)"
-    )
-    print(f"  load average {os.getloadavg()[0]:.2f} (2 cores here)")
+    g9 = [c for c in cases if c.label == "g9"]
+    if len(g9) == 2:
+        one, many = med[("ours", g9[0])], med[("ours", g9[1])]
+        print(f"  G9 ratio ({g9[1].tables} tables over 1): {many / one:.2f}x (goal <= 5)")
     return 0
 
 

@@ -10,6 +10,8 @@ from typing import Any
 
 from pyspark.sql import types as T
 
+from resolver.tablestate import TableState
+
 __all__ = ["Column_", "TableLayout"]
 
 
@@ -34,7 +36,8 @@ class TableLayout:
     columns: tuple[Column_, ...]
     key: tuple[str, ...]
     key_source: str = "primary_key"
-    extra: dict[str, str] = field(default_factory=dict, compare=False)
+    state: TableState = field(default_factory=TableState, compare=False)
+    """What the lake held about the table before the batch (``resolver.tablestate``)."""
     changes: tuple[Any, ...] = field(default=(), compare=False)
     """Column type changes this batch makes (``resolver.plan.evolution.TypeChange``)."""
     renames: tuple[tuple[str, str], ...] = field(default=(), compare=False)

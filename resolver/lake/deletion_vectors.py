@@ -68,11 +68,11 @@ def turn_on(spark: SparkSession, layout: TableLayout, silver: list[tuple[str, De
     """Turn deletion vectors on for the table's kept silver tables (``(path, table)``; None: not kept) when
     a size is set for them, its change store has reached it and the store does not say they are on yet.
     Returns whether they were turned on now (the batch's marker commit then records it on the store)."""
-    if layout.extra.get("deletion_vectors") == "true":
+    if layout.state.deletion_vectors:
         return False
     threshold = from_bytes(spark)
-    size = int(layout.extra.get("store_bytes") or 0)
-    if threshold is None or size < threshold or not layout.extra.get("key"):
+    size = layout.state.store_bytes
+    if threshold is None or size < threshold or layout.state.is_new:
         return False
     for path, table in silver:
         if table is not None:

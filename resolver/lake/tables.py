@@ -55,7 +55,7 @@ def open_tables(
     props = {
         KEY_PROPERTY: json.dumps(list(layout.key)),
         KEY_SOURCE_PROPERTY: layout.key_source,
-        SCHEMA_VERSION_PROPERTY: layout.extra.get("version", "0"),
+        SCHEMA_VERSION_PROPERTY: str(layout.state.schema_version),
         TABLE_PROPERTY: layout.table,
         **delta.properties_for_names(c.name for c in layout.columns),
     }

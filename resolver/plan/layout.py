@@ -31,6 +31,7 @@ from resolver.plan.keys import evolve_key, reported_key
 from resolver.plan.schemalog import ColumnChanges, likely_renames, schema_log_entries
 from resolver.plan.tablemeta import TableMeta, lsn_text
 from resolver.tablelayout import Column_, TableLayout
+from resolver.tablestate import Marker, TableState
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,6 @@ def table_layout(
     notes += likely_renames(table, meta, have.existing, evolved.columns, renamed)
     for note in notes[len(changes) + len(renames) :]:
         log.warning("table %s: %s", table, note)
-    was = {"key": props.get(KEY_PROPERTY, ""), "source": props.get(KEY_SOURCE_PROPERTY, "")}
     version = int(props.get(SCHEMA_VERSION_PROPERTY, "0"))
     existing_names = {c.name for c in have.existing}
     entries = schema_log_entries(table, meta, ColumnChanges(existing_names, cols, changes, renames, renamed))
@@ -105,17 +105,17 @@ def table_layout(
         cols,
         key,
         source,
-        extra={
-            **was,
-            "version": str(version),
-            "applied": props.get(APPLIED_PROPERTY, ""),
-            "holds": props.get(HOLDS_PROPERTY, ""),
-            "store_bytes": str(have.store_bytes),
-            "deletion_vectors": props.get(DELETION_VECTORS_PROPERTY, ""),
-            "drops_was": json.dumps(json.loads(props.get(DROPS_PROPERTY, "{}")), sort_keys=True)
+        state=TableState(
+            key=props.get(KEY_PROPERTY, ""),
+            key_source=props.get(KEY_SOURCE_PROPERTY, ""),
+            schema_version=version,
+            marker=Marker.parse(props.get(APPLIED_PROPERTY, ""), props.get(HOLDS_PROPERTY, "")),
+            store_bytes=have.store_bytes,
+            deletion_vectors=props.get(DELETION_VECTORS_PROPERTY, "") == "true",
+            drops_was=json.dumps(json.loads(props.get(DROPS_PROPERTY, "{}")), sort_keys=True)
             if props.get(DROPS_PROPERTY)
             else "",
-        },
+        ),
         changes=tuple(changes),
         renames=tuple(renames),
         notes=tuple(notes),

@@ -142,7 +142,7 @@ def with_found_drops(
         layout,
         drops={c: tuple(tuple(p) for p in d["points"]) for c, d in layout.drop_state.items() if d["points"]},
     )
-    version = int(layout.extra["version"]) + (0 if layout.schema_log else 1)
+    version = layout.state.schema_version + (0 if layout.schema_log else 1)
     more = [
         {"table": layout.table, "change": "dropped", "column": c, "lsn": p[0], "version": version}
         for c, points in sorted(found.items())
@@ -150,5 +150,5 @@ def with_found_drops(
     ]
     write_schema_log(spark, schema_log, [*layout.schema_log, *more])
     return replace(
-        layout, schema_log=(*layout.schema_log, *more), extra={**layout.extra, "version": str(version)}
+        layout, schema_log=(*layout.schema_log, *more), state=replace(layout.state, schema_version=version)
     )

@@ -6,8 +6,6 @@ rows in the snapshot (``seeded_changes``)."""
 
 from __future__ import annotations
 
-import json
-
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -43,11 +41,11 @@ def affected_keys(stored: Stored, layout: TableLayout, meta: TableMeta, tables: 
         "__lsn", "__pos", key_hash(F.col("__old_key")).alias("u"), key_hash(F.col("__key")).alias("v")
     )
     moves = moves.filter(F.col("u").isNotNull() & F.col("v").isNotNull())
-    holds = json.loads(layout.extra.get("holds") or "{}")
-    if flags_hold and {"moves", "truncates", "lsn"} <= holds.keys():  # the flags and the batch: no job
-        has_moves = bool(holds["moves"]) or exploded.moves > 0
-        has_truncates = bool(holds["truncates"] or meta.truncates or adopted)
-        held_lsn = holds["lsn"]
+    marker = layout.state.marker
+    if flags_hold and marker.flags_known:  # the flags and the batch: no job
+        has_moves = bool(marker.moves) or exploded.moves > 0
+        has_truncates = bool(marker.truncates or meta.truncates or adopted)
+        held_lsn = marker.lsn
         late_possible = held_lsn is not None and (meta.lo is None or int(meta.lo) < int(held_lsn))
         after_held = meta.lo is not None and (held_lsn is None or int(meta.lo) > int(held_lsn))
         newest = max([int(x) for x in (held_lsn, meta.hi) if x is not None], default=None)

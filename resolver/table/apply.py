@@ -1,8 +1,10 @@
 """Bring one table's silver tables up to date with one batch: ``apply_table`` reads as its steps (open the
-table's Delta tables, append the batch to the change store, find the affected keys, read their changes,
-resolve them into versions, write history and snapshot, leave the marker that says the batch is applied).
-A table's first batch and every later one take the same steps (``resolver.table.table_steps``); what each step
-does differs (``resolver.table.first_batch``, ``resolver.table.later_batch``)."""
+table's Delta tables, explode its rows, append them to the change store, find the affected keys, read their
+changes, resolve them into versions, write history and snapshot, leave the marker that says the batch is
+applied). The route is chosen once, at the start, and every route takes the same steps
+(``resolver.table.table_steps``); what each step does differs: a table's first batch
+(``resolver.table.first_batch``), a batch that only adds rows the table never held
+(``resolver.table.append_batch``: three appends), and every other (``resolver.table.later_batch``)."""
 
 from __future__ import annotations
 
@@ -17,14 +19,14 @@ from resolver.plan.coverage import HELD_NOTE
 from resolver.plan.schemalog import with_found_drops
 from resolver.plan.table_plan import TablePlan
 from resolver.spark.steps import step
-from resolver.table.affected import resolve_affected
-from resolver.table.batch_tables import mark_applied, open_batch_tables
-from resolver.table.exploded import bad_value_records, moved_events
-from resolver.table.first_batch import FirstBatch, is_first_batch
+from resolver.table.append_batch import AppendBatch, appends_only
+from resolver.table.batch_tables import mark_applied, next_high, open_batch_tables
+from resolver.table.exploded import bad_value_records, moved_events, table_rows
+from resolver.table.first_batch import FirstBatch
 from resolver.table.later_batch import LaterBatch
 from resolver.table.merge import late_events
 from resolver.table.summaries import already_applied, empty_summary, table_summary
-from resolver.table.table_steps import Affected, BatchEvents, BatchTables, TableSteps
+from resolver.table.table_steps import Affected, BatchEvents, BatchTables, Exploded, TableSteps
 from resolver.table.truncates import defer_truncates
 
 log = logging.getLogger(__name__)
@@ -35,19 +37,18 @@ def apply_table(
 ) -> tuple[TableSummary, DataFrame | None]:
     """Bring one table's silver tables up to date with the batch's ``events`` (``table``: what the plan
     hands the table, ``resolver.plan.batch_plan.BatchPlan.table``); also returns its quarantine records, if
-    any."""
+    any. The route is chosen once, at the start (``_route``), and each route takes the same steps."""
     meta, layout, paths = table.meta, table.layout, table.paths
     name = meta.table
     if layout is None:  # only truncates (resolver.plan.coverage): held until the table's first rows
         defer_truncates(spark, events.rows, paths.pending_truncates, name)
         return empty_summary(name, meta, None).model_copy(update={"notes": [HELD_NOTE]}), None
     with step(spark, name, "tables"):
-        first = is_first_batch(spark, paths, layout)
         tables = open_batch_tables(spark, paths, layout)
-    steps: TableSteps = (
-        FirstBatch(spark, meta, layout, tables) if first else LaterBatch(spark, meta, layout, tables)
-    )
-    stored = steps.store(events)
+    with step(spark, name, "explode"):
+        exploded = table_rows(events, layout)
+    steps = _route(spark, table, tables, events, exploded)
+    stored = steps.store(events, exploded)
     if stored.done:
         return already_applied(stored.exploded, layout, meta, stored.version)
     found = steps.drops(stored) if layout.rescan else {}
@@ -59,7 +60,7 @@ def apply_table(
     with step(spark, name, "read changes"):
         changes = steps.changes(stored, affected)
     with step(spark, name, "resolve"):
-        versions = resolve_affected(changes, layout, affected)
+        versions = steps.resolve(changes, affected)
     with step(spark, name, "counts"):
         counts = {"moved": moved_events(stored.exploded, stored.moved), "bad": stored.exploded.bad}
         counts["late"] = late_events(stored.exploded.rows, changes) if affected.late_possible else 0
@@ -68,8 +69,29 @@ def apply_table(
         counts["h_total"] = h_total
     counts.update({f"s_{action}": n for action, n in written.items()})
     bad = bad_value_records(stored.exploded.rows, layout) if counts["bad"] else None
-    mark_applied(spark, layout, tables, stored.version, affected)
+    with step(spark, name, "marker"):
+        high = next_high(layout, stored.exploded, stored.held, tables)
+        mark_applied(spark, layout, tables, stored.version, affected, high)
     return table_summary(layout, meta, counts, affected.rounds), bad
+
+
+def _route(
+    spark: SparkSession,
+    table: TablePlan,
+    tables: BatchTables,
+    events: BatchEvents,
+    exploded: Exploded,
+) -> TableSteps:
+    """The table's route for this batch, chosen once: its first batch (its tables just created), a batch
+    that only adds rows the table never held (``appends_only``), or every other (``LaterBatch``)."""
+    meta, layout = table.meta, table.layout
+    assert layout is not None
+    if tables.first:
+        return FirstBatch(spark, meta, layout, tables)
+    if appends_only(meta, layout, tables, events, exploded):
+        log.debug("%s: the batch only adds rows the table never held: appended", layout.table)
+        return AppendBatch(spark, meta, layout, tables)
+    return LaterBatch(spark, meta, layout, tables)
 
 
 def write_silver(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from delta.tables import DeltaTable
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from resolver.lake import deletion_vectors
 from resolver.lake.delta import set_properties
@@ -19,20 +19,32 @@ from resolver.lake.folders import (
     TablePaths,
 )
 from resolver.lake.tables import open_tables
+from resolver.table.key_ranges import BOUNDED, key_ranges, keys_of
 from resolver.table.store import rekey
-from resolver.table.table_steps import Affected, BatchTables
+from resolver.table.table_steps import Affected, BatchTables, Exploded
 from resolver.tablelayout import TableLayout
+from resolver.tablestate import KeyHigh, Marker
 
-__all__ = ["mark_applied", "open_batch_tables"]
+__all__ = ["is_first_batch", "mark_applied", "next_high", "open_batch_tables"]
+
+
+def is_first_batch(spark: SparkSession, paths: TablePaths, layout: TableLayout) -> bool:
+    """Whether none of the table's Delta tables exists yet (checked before they are opened): the lake had no
+    change store for it (``layout.state``'s key is read from one) and no silver table either."""
+    if not layout.state.is_new:
+        return False
+    return not any(DeltaTable.isDeltaTable(spark, p) for p in (paths.changes, paths.history, paths.snapshot))
 
 
 def open_batch_tables(spark: SparkSession, paths: TablePaths, layout: TableLayout) -> BatchTables:
-    """The table's Delta tables, created or evolved, and re-keyed when its key columns changed. A silver table
+    """The table's Delta tables, created or evolved, and re-keyed when its key columns changed
+    (``BatchTables.first``: none existed before: the table's first batch). A silver table
     the table's settings keep now but did not before (``outputs``) is created empty beside a change store that
     holds rows already: ``BatchTables.silver_added`` says so, and the batch then fills it from every change
     held (every key affected), as a re-key does."""
+    first = is_first_batch(spark, paths, layout)
     kept = [(layout.history, paths.history), (layout.snapshot, paths.snapshot)]
-    added = bool(layout.extra.get("key")) and any(
+    added = not layout.state.is_new and any(
         keep and not DeltaTable.isDeltaTable(spark, path) for keep, path in kept
     )
     store, history, snapshot = open_tables(spark, paths, layout)
@@ -42,32 +54,76 @@ def open_batch_tables(spark: SparkSession, paths: TablePaths, layout: TableLayou
         store = DeltaTable.forPath(spark, paths.changes) if rekeyed else store
         history = DeltaTable.forPath(spark, paths.history) if history is not None else None
         snapshot = DeltaTable.forPath(spark, paths.snapshot) if snapshot is not None else None
-    return BatchTables(paths, store, history, snapshot, rekeyed, dv, added)
+    return BatchTables(paths, store, history, snapshot, rekeyed, dv, added, first)
 
 
 def mark_applied(
-    spark: SparkSession, layout: TableLayout, tables: BatchTables, version: int, affected: Affected
+    spark: SparkSession,
+    layout: TableLayout,
+    tables: BatchTables,
+    version: int,
+    affected: Affected,
+    high: KeyHigh | None,
 ) -> None:
     """The batch's last write: the store's marker (the silver tables now hold everything the store held at
     ``version``; the store takes no other commit during a batch, and a commit by anyone else only makes
-    the marker stale), with the schema version and drop points the batch changed."""
+    the marker stale), with the first key column's high-water mark after the batch (``next_high``), the
+    schema version and the drop points the batch changed."""
+    state = layout.state
     store_props = {}
-    if layout.schema_log and layout.extra["key"]:  # existing tables now have this schema version
-        store_props[SCHEMA_VERSION_PROPERTY] = layout.extra["version"]
+    if layout.schema_log and not state.is_new:  # existing tables now have this schema version
+        store_props[SCHEMA_VERSION_PROPERTY] = str(state.schema_version)
         for path, kept in (
             (tables.paths.history, tables.history is not None),
             (tables.paths.snapshot, tables.snapshot is not None),
         ):
             if kept:
-                set_properties(spark, path, {SCHEMA_VERSION_PROPERTY: layout.extra["version"]})
+                set_properties(spark, path, {SCHEMA_VERSION_PROPERTY: str(state.schema_version)})
     drops = json.dumps(layout.drop_state, sort_keys=True) if layout.drop_state else ""
-    if drops and drops != layout.extra.get("drops_was"):
+    if drops and drops != state.drops_was:
         store_props[DROPS_PROPERTY] = drops
     if tables.deletion_vectors:
         store_props[DELETION_VECTORS_PROPERTY] = "true"
     store_props[APPLIED_PROPERTY] = str(version)
-    holds: dict[str, object] = {"moves": affected.has_moves, "truncates": affected.has_truncates}
-    if affected.newest_known:  # the newest keyed commit LSN held: a later batch after it has no late event
-        holds["lsn"] = affected.newest
-    store_props[HOLDS_PROPERTY] = json.dumps(holds)
+    # the newest keyed commit LSN held: a later batch after it has no late event
+    marker = Marker(
+        version, affected.has_moves, affected.has_truncates, affected.newest, affected.newest_known, high
+    )
+    store_props[HOLDS_PROPERTY] = marker.holds_text()
     set_properties(spark, tables.paths.changes, store_props)
+
+
+def next_high(
+    layout: TableLayout, exploded: Exploded, held: DataFrame, tables: BatchTables
+) -> KeyHigh | None:
+    """The high-water mark of the table's first key column after the batch (``resolver.tablestate.KeyHigh``):
+    the marker's raised by the batch's largest value of it (measured by the explode's pass); a table's first
+    batch starts it; a store whose marker has none yet (a lake of an earlier release) gets it from one
+    aggregate over the change store (``held``), once. None when the column has no mark (a type without
+    an order a mark keeps, a key with NULLs: a table keyed by its whole row)."""
+    column = layout.key[0] if layout.key else None
+    if column is None or layout.key_source in ("all_columns", "identity_full"):
+        return None
+    bound = next((r for r in exploded.ranges if r[0] == column), None)
+    if bound is not None and bound[3]:  # a NULL key value: no order to reason with
+        return None
+    old = layout.state.marker.high
+    if tables.first or layout.state.is_new:
+        return KeyHigh.of(column, bound[2]) if bound is not None else None
+    if old is None or old.column != column:
+        if not _bounded(layout, column):
+            return None
+        found = key_ranges(keys_of(held, [column]), [column])  # once per table: the store's whole range
+        if not found or found[0][3]:
+            return None
+        old = KeyHigh.of(column, found[0][2])
+        return old
+    if bound is None:  # a batch of truncates names no key (no range at all): the mark stays
+        return old if not exploded.ranges else None
+    return old.raised(bound[2])
+
+
+def _bounded(layout: TableLayout, column: str) -> bool:
+    """Whether the key column has a range the explode measures (integral, string or date)."""
+    types = {f.name: f.dataType for f in layout.key_struct_type().fields}
+    return isinstance(types.get(column), BOUNDED)

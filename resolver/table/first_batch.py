@@ -11,29 +11,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
 from resolver.lake import delta
-from resolver.lake.folders import TablePaths
 from resolver.plan.tablemeta import TableMeta
 from resolver.spark import sql
 from resolver.spark.steps import step
-from resolver.table.exploded import counting_moves, each_event_once, table_rows
+from resolver.table.affected import resolve_affected
+from resolver.table.exploded import counting_moves, each_event_once
 from resolver.table.store import drops_found
-from resolver.table.table_steps import Affected, BatchEvents, BatchTables, Stored
+from resolver.table.table_steps import Affected, BatchEvents, BatchTables, Exploded, Stored
 from resolver.table.truncates import pending_truncates
 from resolver.tablelayout import TableLayout
 
-__all__ = ["FirstBatch", "is_first_batch"]
-
-
-def is_first_batch(spark: SparkSession, paths: TablePaths, layout: TableLayout) -> bool:
-    """Whether none of the table's Delta tables exists yet (checked before they are opened): the lake had no
-    change store for it (``layout.extra["key"]`` is read from one) and no silver table either."""
-    if layout.extra.get("key"):
-        return False
-    return not any(DeltaTable.isDeltaTable(spark, p) for p in (paths.changes, paths.history, paths.snapshot))
+__all__ = ["FirstBatch"]
 
 
 @dataclass
@@ -45,12 +36,10 @@ class FirstBatch:
     layout: TableLayout
     tables: BatchTables
 
-    def store(self, events: BatchEvents) -> Stored:
-        """Explode the batch, materialize its changes (with the truncates that came before the table's first
-        rows) and append them to the empty change store."""
+    def store(self, events: BatchEvents, exploded: Exploded) -> Stored:
+        """Materialize the batch's changes (with the truncates that came before the table's first rows) and
+        append them to the empty change store."""
         spark, name = self.spark, self.layout.table
-        with step(spark, name, "explode"):
-            exploded = table_rows(events, self.layout)
         store_schema = self.tables.store.toDF().schema
         changes, moves = counting_moves(
             each_event_once(exploded, events).select(*[sql.col(f.name) for f in store_schema.fields])
@@ -85,6 +74,10 @@ class FirstBatch:
     def changes(self, stored: Stored, affected: Affected) -> DataFrame:
         """The batch's own changes, materialized when they were stored."""
         return stored.held
+
+    def resolve(self, changes: DataFrame, affected: Affected) -> DataFrame:
+        """The versions of every key the batch names (``resolve_affected``)."""
+        return resolve_affected(changes, self.layout, affected)
 
     def write_history(self, versions: DataFrame, affected: Affected) -> int:
         """Append the versions to the empty history; the rows written are counted on their way in (an

@@ -15,8 +15,14 @@ from resolver.lake import delta
 from resolver.plan.tablemeta import TableMeta
 from resolver.spark import sql
 from resolver.spark.steps import step
-from resolver.table.affected import affected_keys, current_rows_suffice, read_changes, seeded_changes
-from resolver.table.exploded import counting_moves, each_event_once, table_rows
+from resolver.table.affected import (
+    affected_keys,
+    current_rows_suffice,
+    read_changes,
+    resolve_affected,
+    seeded_changes,
+)
+from resolver.table.exploded import counting_moves, each_event_once
 from resolver.table.key_ranges import keys_of, range_sql
 from resolver.table.merge import (
     diff_rows,
@@ -28,7 +34,7 @@ from resolver.table.merge import (
     snapshot_rows,
 )
 from resolver.table.store import key_hash, rescan_drops
-from resolver.table.table_steps import Affected, BatchEvents, BatchTables, Stored
+from resolver.table.table_steps import Affected, BatchEvents, BatchTables, Exploded, Stored
 from resolver.table.truncates import pending_truncates
 from resolver.tablelayout import TableLayout
 
@@ -46,7 +52,7 @@ class LaterBatch:
     layout: TableLayout
     tables: BatchTables
 
-    def store(self, events: BatchEvents) -> Stored:
+    def store(self, events: BatchEvents, exploded: Exploded) -> Stored:
         """Explode the batch and add its new rows to the change store, with the truncates a new table kept.
         When the lake held none of the batch's events (``events.unseen``: bronze took them all as new, and the
         store only ever holds events bronze took before), they are appended blindly; otherwise by
@@ -54,11 +60,9 @@ class LaterBatch:
         held already."""
         spark, layout, store = self.spark, self.layout, self.tables.store
         name = layout.table
-        with step(spark, name, "explode"):
-            exploded = table_rows(events, layout)
         batch = each_event_once(exploded, events).select(*[sql.col(c) for c in store.toDF().columns])
         adopted = False
-        if not layout.extra["key"]:  # a new table: truncates that came before its first rows
+        if layout.state.is_new:  # a new table: truncates that came before its first rows
             pending = pending_truncates(spark, self.tables.paths.pending_truncates, name, store.toDF().schema)
             if pending is not None:
                 batch, adopted = batch.unionByName(pending), True
@@ -76,12 +80,11 @@ class LaterBatch:
             with step(spark, name, "store merge"):
                 metrics, version = delta.insert_new(store, batch, condition)
             inserted = bool(metrics)
-        applied = layout.extra.get("applied", "")
+        marker = layout.state.marker
         # the marker's key-change and truncate flags still describe the store before this batch's rows
-        flags_hold = applied.isdigit() and int(applied) + 1 == version - (1 if inserted else 0)
+        flags_hold = marker.fresh(version - (1 if inserted else 0))
         done = (
-            applied.isdigit()
-            and int(applied) + 1 == version  # nothing was committed to the store since the marker
+            marker.fresh(version)  # nothing was committed to the store since the marker
             and not (self.tables.whole or adopted or layout.rescan or layout.schema_log)
         )  # every event of the batch is in the store, and the silver tables hold all the store has
         return Stored(exploded, store.toDF(), version, adopted, flags_hold, done, moved)
@@ -104,6 +107,10 @@ class LaterBatch:
             log.debug("%s: the affected keys' current rows read from the snapshot", self.layout.table)
             return seeded_changes(stored.exploded.rows, snapshot.toDF(), affected, self.layout)
         return read_changes(stored.held, affected, self.layout)
+
+    def resolve(self, changes: DataFrame, affected: Affected) -> DataFrame:
+        """The affected keys' versions (``resolve_affected``)."""
+        return resolve_affected(changes, self.layout, affected)
 
     def write_history(self, versions: DataFrame, affected: Affected) -> int:
         """Make the history hold ``versions`` for the affected keys; returns the rows written. A batch whose

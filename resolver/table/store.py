@@ -76,11 +76,11 @@ def rekey(
     that a table without a primary key is REPLICA IDENTITY FULL, or that it has an index identity),
     rewrite the change store's keys and clear the history's lineage so the whole table is resolved again.
     Returns whether the key columns changed. This happens at most twice in a table's life."""
-    was = layout.extra
-    if not was["key"] or (json.loads(was["key"]), was["source"]) == (list(layout.key), layout.key_source):
+    was = layout.state
+    if was.is_new or (json.loads(was.key), was.key_source) == (list(layout.key), layout.key_source):
         return False
     now_named = {old: c.name for c in layout.columns for old in c.renamed_from}
-    old_key = tuple(k if k in layout.names else now_named.get(k, k) for k in json.loads(was["key"]))
+    old_key = tuple(k if k in layout.names else now_named.get(k, k) for k in json.loads(was.key))
     props = {KEY_PROPERTY: json.dumps(list(layout.key)), KEY_SOURCE_PROPERTY: layout.key_source}
     paths = [table_paths.changes]
     paths += [table_paths.history] if history is not None else []
@@ -93,7 +93,7 @@ def rekey(
         "table %s: re-keying from %s (%s) to %s (%s); the change store is rewritten once",
         layout.table,
         list(old_key),
-        was["source"],
+        was.key_source,
         list(layout.key),
         layout.key_source,
     )

@@ -95,6 +95,8 @@ class BatchTables:
     deletion_vectors: bool  # deletion vectors were turned on for the silver tables now
     # a silver table was created now beside a change store that held rows: filled from all of them
     silver_added: bool = False
+    # none of the table's Delta tables existed before this batch (its first batch: they were just created)
+    first: bool = False
 
     @property
     def whole(self) -> bool:
@@ -109,8 +111,8 @@ class TableSteps(Protocol):
 
     layout: TableLayout
 
-    def store(self, events: BatchEvents) -> Stored:
-        """Explode the batch against the layout and add its new rows to the change store."""
+    def store(self, events: BatchEvents, exploded: Exploded) -> Stored:
+        """Add the batch's new rows (``exploded`` against the layout) to the change store."""
         ...
 
     def drops(self, stored: Stored) -> dict[str, list[tuple[int, ...]]]:
@@ -124,6 +126,10 @@ class TableSteps(Protocol):
 
     def changes(self, stored: Stored, affected: Affected) -> DataFrame:
         """Every held change of the affected keys, materialized."""
+        ...
+
+    def resolve(self, changes: DataFrame, affected: Affected) -> DataFrame:
+        """The affected keys' versions from their changes, as both silver tables take them."""
         ...
 
     def write_history(self, versions: DataFrame, affected: Affected) -> int:

@@ -134,6 +134,7 @@ def test_deletion_vectors_are_used_once_the_change_store_is_large_enough(
     from resolver.lake.deletion_vectors import FROM_BYTES_SETTING, turn_on
     from resolver.lake.folders import DELETION_VECTORS_PROPERTY, changes_path
     from resolver.tablelayout import TableLayout
+    from resolver.tablestate import TableState
 
     def properties(path: str) -> dict[str, str]:
         return dict(DeltaTable.forPath(spark, path).detail().select("properties").first()[0])
@@ -148,7 +149,7 @@ def test_deletion_vectors_are_used_once_the_change_store_is_large_enough(
     ingest(spark, [str(SEED / "batch1.json")], lake, "wal2json-v2")
     assert [properties(p).get("delta.enableDeletionVectors") for p in silver] == ["false", "false"]
     assert not any(has_feature(p) for p in silver)
-    huge = TableLayout(table, (), ("id",), extra={"key": "id", "store_bytes": str(1 << 50)})
+    huge = TableLayout(table, (), ("id",), state=TableState(key='["id"]', store_bytes=1 << 50))
     assert spark.conf.get(FROM_BYTES_SETTING, None) is None
     assert not turn_on(spark, huge, [(p, DeltaTable.forPath(spark, p)) for p in silver])
     assert [properties(p).get("delta.enableDeletionVectors") for p in silver] == ["false", "false"]

@@ -1,0 +1,132 @@
+"""A batch that only adds rows the table never held (``resolver.table.table_steps``; docs/silver.md, "A table
+that only gains rows"): its events for the table are all inserts, every one new to the lake, newer than
+everything the table held, of keys above every key it ever held. Logs, events and audit tables, most of many
+databases' write volume, are such tables.
+
+Then nothing held can change: no key the batch names was ever live, so no version closes and no snapshot row
+changes. The batch's rows are appended to the change store, the history (each insert one open version) and
+the snapshot (each insert one row): three appends, one Spark job each, and no MERGE, no read of anything
+held, no resolution. ``appends_only`` says whether a batch is one, from what the plan, bronze's write, the
+explode's pass and the store's marker already know: no job of its own.
+
+Why each condition: an insert of a key the table holds live would need that row's version closed (a delete
+of it that has not arrived yet: a late event); ``resolver.tablestate.KeyHigh`` rules that out without a
+read, for keys that grow (serial and time-ordered keys: a UUID key takes the general way). An event the
+lake held already (a file delivered again) must not be appended twice: bronze took every one as new
+(``BatchEvents.unseen``). An event older than one the table held could be late: newer than the marker's
+newest. A schema change, a re-key, a drop point or a table the lake saw before only through truncates
+takes the general way (``resolver.table.later_batch``), which holds every case.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from resolver.lake import delta
+from resolver.plan.tablemeta import TableMeta
+from resolver.spark import sql
+from resolver.spark.steps import step
+from resolver.table.resolve import MAX_LSN, max_time
+from resolver.table.table_steps import Affected, BatchEvents, BatchTables, Exploded, Stored
+from resolver.tablelayout import TableLayout
+
+__all__ = ["AppendBatch", "appends_only"]
+
+
+def appends_only(
+    meta: TableMeta, layout: TableLayout, tables: BatchTables, events: BatchEvents, exploded: Exploded
+) -> bool:
+    """Whether the table's batch only adds rows the table never held (see the module docstring)."""
+    state, marker = layout.state, layout.state.marker
+    if state.is_new or not events.unseen or meta.lo is None:
+        return False
+    if meta.changes or meta.truncates or meta.skipped or exploded.moves or exploded.updates:
+        return False
+    if layout.schema_log or layout.changes or layout.renames or layout.drops or layout.rescan:
+        return False
+    if tables.whole or not marker.flags_known or not marker.fresh(delta.version(tables.store)):
+        return False
+    if marker.lsn is not None and meta.lo <= marker.lsn:
+        return False
+    low = next((r for r in exploded.ranges if layout.key and r[0] == layout.key[0]), None)
+    high = marker.high
+    return (
+        low is not None and not low[3] and high is not None and high.column == low[0] and high.below(low[1])
+    )
+
+
+@dataclass
+class AppendBatch:
+    """The steps of a batch that only adds rows the table never held (``appends_only``)."""
+
+    spark: SparkSession
+    meta: TableMeta
+    layout: TableLayout
+    tables: BatchTables
+
+    def store(self, events: BatchEvents, exploded: Exploded) -> Stored:
+        """Append the batch's rows to the change store (every event is new to the lake: no lookup)."""
+        store = self.tables.store
+        rows = exploded.rows.select(*[sql.col(c) for c in store.toDF().columns])
+        with step(self.spark, self.layout.table, "store append"):
+            version = delta.append(store, self.tables.paths.changes, rows)
+        return Stored(exploded, rows, version, adopted=False, flags_hold=True, done=False, moved=0)
+
+    def drops(self, stored: Stored) -> dict[str, list[tuple[int, ...]]]:
+        return {}  # appends_only: the layout rescans nothing
+
+    def affected(self, stored: Stored) -> Affected:
+        """Only the batch's own keys, none of them held: what the store holds afterwards is what it held
+        (the marker's flags) and the batch's inserts, up to its newest commit LSN."""
+        marker = self.layout.state.marker
+        newest = max([x for x in (marker.lsn, self.meta.hi) if x is not None], default=None)
+        return Affected(
+            None,
+            has_moves=bool(marker.moves),
+            has_truncates=bool(marker.truncates),
+            ranges=list(stored.exploded.ranges),
+            late_possible=False,
+            after_held=True,
+            newest=newest,
+            newest_known=True,
+            moves=0,
+            has_updates=False,
+        )
+
+    def changes(self, stored: Stored, affected: Affected) -> DataFrame:
+        return stored.exploded.rows
+
+    def resolve(self, changes: DataFrame, affected: Affected) -> DataFrame:
+        """Each insert as its row's one open version: its own values (a column it lacks is NULL), from its
+        commit on. A projection of the explode's rows, kept in Spark's cache: no job of its own."""
+        key_t = self.layout.key_struct_type()
+        present = F.col("__present")
+        return changes.select(
+            *[F.col("__key").getField(k).alias(k) for k in self.layout.key],
+            *[F.when(F.array_contains(present, c), sql.col(c)).alias(c) for c in self.layout.value_names],
+            F.col("__lsn").alias("__start_lsn"),
+            F.lit(MAX_LSN).alias("__end_lsn"),
+            F.col("__time").alias("__start_time"),
+            max_time().alias("__end_time"),
+            F.lit(True).alias("__is_current"),
+            F.lit(False).alias("__is_deleted"),
+            F.lit(None).cast(key_t).alias("__moved_from"),
+            F.lit(None).cast(key_t).alias("__moved_to"),
+        )
+
+    def write_history(self, versions: DataFrame, affected: Affected) -> int:
+        """Append the versions to the history; the rows are counted on their way in."""
+        assert self.tables.history is not None  # apply_table writes only the silver tables the table keeps
+        with step(self.spark, self.layout.table, "history append"):
+            written, _ = delta.append_counted(self.tables.history, self.tables.paths.history, versions)
+        return written.get("numTargetRowsInserted", 0)
+
+    def write_snapshot(self, versions: DataFrame, changes: DataFrame, affected: Affected) -> dict[str, int]:
+        """Append the versions' rows to the snapshot."""
+        assert self.tables.snapshot is not None  # apply_table writes only the silver tables the table keeps
+        with step(self.spark, self.layout.table, "snapshot append"):
+            written, _ = delta.append_counted(self.tables.snapshot, self.tables.paths.snapshot, versions)
+        return {"insert": written.get("numTargetRowsInserted", 0)}

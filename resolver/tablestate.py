@@ -1,0 +1,121 @@
+"""What the lake holds about one source table before a batch (``TableState``), read once from its change
+store's properties by ``resolver.plan.layout`` and written back once, by the batch's last write
+(``resolver.table.batch_tables.mark_applied``: ``Marker.holds_text``). Every step reads these typed
+values; none parses a property again. No Spark."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+__all__ = ["KeyHigh", "Marker", "TableState"]
+
+
+@dataclass(frozen=True)
+class KeyHigh:
+    """The largest value of the table's first key column among every key its change store ever held
+    (under a new or an old key): a batch whose keys all lie above it inserts keys the table never held."""
+
+    column: str
+    value: int | str
+
+    def below(self, low: Any) -> bool:
+        """Whether ``low`` (a batch's smallest value of the column) lies above every key held."""
+        low = _markable(low)
+        return low is not None and type(low) is type(self.value) and low > self.value  # type: ignore[operator]
+
+    def raised(self, high: Any) -> KeyHigh | None:
+        """This mark after a batch whose largest value of the column is ``high`` (None: not known then)."""
+        high = _markable(high)
+        if high is None or type(high) is not type(self.value):
+            return None
+        return KeyHigh(self.column, max(self.value, high))  # type: ignore[type-var]
+
+    @classmethod
+    def of(cls, column: str, value: Any) -> KeyHigh | None:
+        """A mark of ``value`` when it is one a mark holds (a whole number, a string, a date), else None."""
+        markable = _markable(value)
+        return cls(column, markable) if markable is not None else None
+
+
+def _markable(value: Any) -> int | str | None:
+    """A key value as a mark holds it: a whole number or a string as it is, a date as its ISO text (which
+    sorts as the dates do for years 1 to 9999); anything else has no mark."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | str):
+        return value
+    if isinstance(value, date):
+        return value.isoformat()
+    return None
+
+
+@dataclass(frozen=True)
+class Marker:
+    """The change store's marker: the store version the silver tables were last brought up to
+    (``applied``; None: never), and what the store held then: a key change, a truncate (None: not
+    recorded), its newest keyed commit LSN (``lsn``, when ``lsn_known``; None: no keyed change), and the
+    first key column's high-water mark (``high``; None: not known)."""
+
+    applied: int | None = None
+    moves: bool | None = None
+    truncates: bool | None = None
+    lsn: int | None = None
+    lsn_known: bool = False
+    high: KeyHigh | None = None
+
+    @classmethod
+    def parse(cls, applied: str, holds: str) -> Marker:
+        """The marker from its two properties' texts (empty: not set)."""
+        found = json.loads(holds) if holds else {}
+        high = found.get("high")
+        return cls(
+            int(applied) if applied.isdigit() else None,
+            bool(found["moves"]) if "moves" in found else None,
+            bool(found["truncates"]) if "truncates" in found else None,
+            int(found["lsn"]) if found.get("lsn") is not None else None,
+            "lsn" in found,
+            KeyHigh(str(high["column"]), high["value"]) if high else None,
+        )
+
+    def holds_text(self) -> str:
+        """The ``resolver.holds`` property's text."""
+        holds: dict[str, object] = {"moves": bool(self.moves), "truncates": bool(self.truncates)}
+        if self.lsn_known:
+            holds["lsn"] = self.lsn
+        if self.high is not None:
+            holds["high"] = {"column": self.high.column, "value": self.high.value}
+        return json.dumps(holds)
+
+    @property
+    def flags_known(self) -> bool:
+        """Whether the key-change and truncate flags and the newest keyed LSN were recorded."""
+        return self.moves is not None and self.truncates is not None and self.lsn_known
+
+    def fresh(self, store_version: int) -> bool:
+        """Whether the marker describes the store at ``store_version`` (nothing was committed to the store
+        since the marker's own commit, which follows the version it names)."""
+        return self.applied is not None and self.applied + 1 == store_version
+
+
+@dataclass(frozen=True)
+class TableState:
+    """What the lake holds about a table before the batch: its key as recorded (``key``, the JSON text of
+    the key columns; empty for a table new to the lake) and where it came from, the schema version the
+    batch leaves it at, the change store's marker and size, whether its silver tables write deletion
+    vectors, and the drop points as recorded (their JSON text, to tell whether the batch changed them)."""
+
+    key: str = ""
+    key_source: str = ""
+    schema_version: int = 0
+    marker: Marker = field(default_factory=Marker)
+    store_bytes: int = 0
+    deletion_vectors: bool = False
+    drops_was: str = ""
+
+    @property
+    def is_new(self) -> bool:
+        """Whether the lake holds nothing of the table yet (no change store)."""
+        return not self.key
