@@ -12,6 +12,9 @@ from typing import Any
 
 __all__ = ["KeyHigh", "Marker", "TableState"]
 
+#: the most commit-LSN ranges a marker lists as behind (``Marker.falling_behind``)
+_MOST_BEHIND = 32
+
 
 @dataclass(frozen=True)
 class KeyHigh:
@@ -57,7 +60,9 @@ class Marker:
     """The change store's marker: the store version the silver tables were last brought up to
     (``applied``; None: never), and what the store held then: a key change, a truncate (None: not
     recorded), its newest keyed commit LSN (``lsn``, when ``lsn_known``; None: no keyed change), and the
-    first key column's high-water mark (``high``; None: not known)."""
+    first key column's high-water mark (``high``; None: not known), and the commit-LSN ranges of the table's
+    events that bronze holds and the store does not yet (``behind``: appended to the silver tables only,
+    ``resolver.table.append_batch``; the next batch that reads the store catches it up first)."""
 
     applied: int | None = None
     moves: bool | None = None
@@ -65,6 +70,7 @@ class Marker:
     lsn: int | None = None
     lsn_known: bool = False
     high: KeyHigh | None = None
+    behind: tuple[tuple[int, int], ...] = ()
 
     @classmethod
     def parse(cls, applied: str, holds: str) -> Marker:
@@ -78,6 +84,7 @@ class Marker:
             int(found["lsn"]) if found.get("lsn") is not None else None,
             "lsn" in found,
             KeyHigh(str(high["column"]), high["value"]) if high else None,
+            tuple((int(lo), int(hi)) for lo, hi in found.get("behind", [])),
         )
 
     def holds_text(self) -> str:
@@ -87,7 +94,24 @@ class Marker:
             holds["lsn"] = self.lsn
         if self.high is not None:
             holds["high"] = {"column": self.high.column, "value": self.high.value}
+        if self.behind:
+            holds["behind"] = [list(r) for r in self.behind]
         return json.dumps(holds)
+
+    def falling_behind(self, lo: int, hi: int) -> tuple[tuple[int, int], ...]:
+        """``behind`` with the range ``[lo, hi]`` added: ranges that meet or touch are joined, and past
+        ``_MOST_BEHIND`` ranges the oldest two are joined (a wider range only reads more of bronze: the
+        events the store holds are skipped)."""
+        ranges = sorted([*self.behind, (lo, hi)])
+        joined: list[tuple[int, int]] = []
+        for a, b in ranges:
+            if joined and a <= joined[-1][1] + 1:
+                joined[-1] = (joined[-1][0], max(joined[-1][1], b))
+            else:
+                joined.append((a, b))
+        while len(joined) > _MOST_BEHIND:
+            joined[0:2] = [(joined[0][0], joined[1][1])]
+        return tuple(joined)
 
     @property
     def flags_known(self) -> bool:

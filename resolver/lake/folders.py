@@ -154,7 +154,8 @@ def changes_path(lake: str, table: str) -> str:
 @dataclass(frozen=True)
 class TablePaths:
     """Where one table's batch reads and writes, resolved once (``Lake.table``): its three Delta tables,
-    and the lake's tables its steps add to (the schema log, the truncates held for tables not known yet)."""
+    the lake's tables its steps add to (the schema log, the truncates held for tables not known yet), and
+    bronze, which a change store that fell behind catches up from."""
 
     table: str  # the source table, schema.table
     changes: str  # the change store, _resolver/changes/<folder>
@@ -162,6 +163,7 @@ class TablePaths:
     snapshot: str  # silver/<folder>
     schema_log: str  # the lake's _resolver/schema_log
     pending_truncates: str  # the lake's _resolver/pending_truncates
+    bronze: str = ""  # the lake's bronze/change_events: the events a store catches up on
 
 
 @dataclass(frozen=True)
@@ -216,6 +218,7 @@ class Lake:
             self.under("silver", name),
             self.schema_log,
             self.pending_truncates,
+            self.bronze,
         )
 
 

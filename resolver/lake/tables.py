@@ -120,7 +120,10 @@ def _open(
 ) -> DeltaTable:
     """One Delta table of the table, created if new (``spec``), its columns renamed, added and widened to
     ``source``."""
-    table = delta.ensure_table(spark, path, spec.schema, spec.properties, spec.comment, spec.cluster)
+    if DeltaTable.isDeltaTable(spark, path):  # a table that exists is opened (its creation a no-op, slower)
+        table = DeltaTable.forPath(spark, path)
+    else:
+        table = delta.ensure_table(spark, path, spec.schema, spec.properties, spec.comment, spec.cluster)
     if _rename(spark, path, {f.name for f in table.toDF().schema.fields}, layout):
         table = DeltaTable.forPath(spark, path)
     have = {f.name: f.dataType for f in table.toDF().schema.fields}

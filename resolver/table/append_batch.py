@@ -4,10 +4,14 @@ everything the table held, of keys above every key it ever held. Logs, events an
 databases' write volume, are such tables.
 
 Then nothing held can change: no key the batch names was ever live, so no version closes and no snapshot row
-changes. The batch's rows are appended to the change store, the history (each insert one open version) and
-the snapshot (each insert one row): three appends, one Spark job each, and no MERGE, no read of anything
-held, no resolution. ``appends_only`` says whether a batch is one, from what the plan, bronze's write, the
-explode's pass and the store's marker already know: no job of its own.
+changes. The batch's rows are appended to the history (each insert one open version) and the snapshot (each
+insert one row): two appends, one Spark job each, and no MERGE, no read of anything held, no resolution.
+Nothing is written to the change store: bronze holds the events, and the store's marker lists their
+commit-LSN range as *behind* (``resolver.tablestate.Marker.behind``); the next batch of the table that
+reads its store (``resolver.table.later_batch``: a late event, an update, a delete) first adds them to it
+from bronze. A table that only ever gains rows never writes its store again. ``appends_only`` says whether a
+batch is one, from what the plan, bronze's write, the explode's pass and the store's marker already know: no
+job of its own.
 
 Why each condition: an insert of a key the table holds live would need that row's version closed (a delete
 of it that has not arrived yet: a late event); ``resolver.tablestate.KeyHigh`` rules that out without a
@@ -68,12 +72,14 @@ class AppendBatch:
     tables: BatchTables
 
     def store(self, events: BatchEvents, exploded: Exploded) -> Stored:
-        """Append the batch's rows to the change store (every event is new to the lake: no lookup)."""
-        store = self.tables.store
-        rows = exploded.rows.select(*[sql.col(c) for c in store.toDF().columns])
-        with step(self.spark, self.layout.table, "store append"):
-            version = delta.append(store, self.tables.paths.changes, rows)
-        return Stored(exploded, rows, version, adopted=False, flags_hold=True, done=False, moved=0)
+        """Nothing written to the change store: bronze holds the batch's events, and the store's marker lists
+        their commit-LSN range as behind (``Marker.falling_behind``); the next batch that reads the store
+        adds them to it first (``resolver.table.later_batch``). Until then nothing needs them: every later
+        batch of this route appends again."""
+        assert self.meta.lo is not None and self.meta.hi is not None  # appends_only
+        version = delta.version(self.tables.store)
+        behind = self.layout.state.marker.falling_behind(int(self.meta.lo), int(self.meta.hi))
+        return Stored(exploded, exploded.rows, version, False, True, False, moved=0, behind=behind)
 
     def drops(self, stored: Stored) -> dict[str, list[tuple[int, ...]]]:
         return {}  # appends_only: the layout rescans nothing

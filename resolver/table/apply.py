@@ -28,6 +28,7 @@ from resolver.table.merge import late_events
 from resolver.table.summaries import already_applied, empty_summary, table_summary
 from resolver.table.table_steps import Affected, BatchEvents, BatchTables, Exploded, TableSteps
 from resolver.table.truncates import defer_truncates
+from resolver.tablestate import Marker
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,12 @@ def apply_table(
     bad = bad_value_records(stored.exploded.rows, layout) if counts["bad"] else None
     with step(spark, name, "marker"):
         high = next_high(layout, stored.exploded, stored.held, tables)
-        mark_applied(spark, layout, tables, stored.version, affected, high)
+        # the newest keyed commit LSN held: a later batch after it has no late event
+        marker = Marker(
+            stored.version, affected.has_moves, affected.has_truncates, affected.newest,
+            affected.newest_known, high, stored.behind,
+        )  # fmt: skip
+        mark_applied(spark, layout, tables, marker)
     return table_summary(layout, meta, counts, affected.rounds), bad
 
 

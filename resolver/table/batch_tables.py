@@ -21,7 +21,7 @@ from resolver.lake.folders import (
 from resolver.lake.tables import open_tables
 from resolver.table.key_ranges import BOUNDED, key_ranges, keys_of
 from resolver.table.store import rekey
-from resolver.table.table_steps import Affected, BatchTables, Exploded
+from resolver.table.table_steps import BatchTables, Exploded
 from resolver.tablelayout import TableLayout
 from resolver.tablestate import KeyHigh, Marker
 
@@ -57,18 +57,10 @@ def open_batch_tables(spark: SparkSession, paths: TablePaths, layout: TableLayou
     return BatchTables(paths, store, history, snapshot, rekeyed, dv, added, first)
 
 
-def mark_applied(
-    spark: SparkSession,
-    layout: TableLayout,
-    tables: BatchTables,
-    version: int,
-    affected: Affected,
-    high: KeyHigh | None,
-) -> None:
-    """The batch's last write: the store's marker (the silver tables now hold everything the store held at
-    ``version``; the store takes no other commit during a batch, and a commit by anyone else only makes
-    the marker stale), with the first key column's high-water mark after the batch (``next_high``), the
-    schema version and the drop points the batch changed."""
+def mark_applied(spark: SparkSession, layout: TableLayout, tables: BatchTables, marker: Marker) -> None:
+    """The batch's last write: the store's ``marker`` (the silver tables now hold everything the store held
+    at ``marker.applied``; the store takes no other commit during a batch, and a commit by anyone else only
+    makes the marker stale), with the schema version and the drop points the batch changed."""
     state = layout.state
     store_props = {}
     if layout.schema_log and not state.is_new:  # existing tables now have this schema version
@@ -84,11 +76,7 @@ def mark_applied(
         store_props[DROPS_PROPERTY] = drops
     if tables.deletion_vectors:
         store_props[DELETION_VECTORS_PROPERTY] = "true"
-    store_props[APPLIED_PROPERTY] = str(version)
-    # the newest keyed commit LSN held: a later batch after it has no late event
-    marker = Marker(
-        version, affected.has_moves, affected.has_truncates, affected.newest, affected.newest_known, high
-    )
+    store_props[APPLIED_PROPERTY] = str(marker.applied)
     store_props[HOLDS_PROPERTY] = marker.holds_text()
     set_properties(spark, tables.paths.changes, store_props)
 

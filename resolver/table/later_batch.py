@@ -22,7 +22,7 @@ from resolver.table.affected import (
     resolve_affected,
     seeded_changes,
 )
-from resolver.table.exploded import counting_moves, each_event_once
+from resolver.table.exploded import counting_moves, each_event_once, explode_batch
 from resolver.table.key_ranges import keys_of, range_sql
 from resolver.table.merge import (
     diff_rows,
@@ -57,9 +57,11 @@ class LaterBatch:
         When the lake held none of the batch's events (``events.unseen``: bronze took them all as new, and the
         store only ever holds events bronze took before), they are appended blindly; otherwise by
         ``delta.insert_new`` on (commit LSN, position), bounded by the batch's LSN range, which skips those
-        held already."""
+        held already. A store that fell behind (``Marker.behind``: batches appended to the silver tables
+        only) catches up from bronze first."""
         spark, layout, store = self.spark, self.layout, self.tables.store
         name = layout.table
+        caught = self._catch_up()
         batch = each_event_once(exploded, events).select(*[sql.col(c) for c in store.toDF().columns])
         adopted = False
         if layout.state.is_new:  # a new table: truncates that came before its first rows
@@ -81,13 +83,39 @@ class LaterBatch:
                 metrics, version = delta.insert_new(store, batch, condition)
             inserted = bool(metrics)
         marker = layout.state.marker
-        # the marker's key-change and truncate flags still describe the store before this batch's rows
-        flags_hold = marker.fresh(version - (1 if inserted else 0))
+        # the marker's key-change and truncate flags still describe the store before this batch's rows (the
+        # rows caught up with are inserts the marker counted already)
+        flags_hold = marker.fresh(version - (1 if inserted else 0) - caught)
         done = (
-            marker.fresh(version)  # nothing was committed to the store since the marker
+            not caught
+            and marker.fresh(version)  # nothing was committed to the store since the marker
             and not (self.tables.whole or adopted or layout.rescan or layout.schema_log)
         )  # every event of the batch is in the store, and the silver tables hold all the store has
         return Stored(exploded, store.toDF(), version, adopted, flags_hold, done, moved)
+
+    def _catch_up(self) -> int:
+        """Add the events the store fell behind on (``Marker.behind``) from bronze: the table's events in
+        those commit-LSN ranges, exploded against the layout, less those the store holds (a catch-up cut
+        short and run again adds nothing twice). Returns the store's commits it made (0 or 1)."""
+        behind = self.layout.state.marker.behind
+        if not behind:
+            return 0
+        spark, layout, store = self.spark, self.layout, self.tables.store
+        within = " OR ".join(f"commit_lsn BETWEEN {lo} AND {hi}" for lo, hi in behind)
+        events = spark.read.format("delta").load(self.tables.paths.bronze)
+        events = events.filter(F.col("table") == F.lit(layout.table)).filter(within)
+        held = " OR ".join(f"t.__lsn BETWEEN {lo} AND {hi}" for lo, hi in behind)
+        with step(spark, layout.table, "store catch-up"):
+            rows = explode_batch(events, layout).rows.select(*[sql.col(c) for c in store.toDF().columns])
+            metrics, _ = delta.insert_new(
+                store, rows, f"({held}) AND t.__lsn = s.__lsn AND t.__pos = s.__pos"
+            )
+        log.info(
+            "%s: the change store caught up with %s event(s) from bronze",
+            layout.table,
+            metrics.get("numTargetRowsInserted", 0),
+        )
+        return 1 if metrics else 0
 
     def drops(self, stored: Stored) -> dict[str, list[tuple[int, ...]]]:
         """The drop points among the inserts the store holds (``resolver.table.store.rescan_drops``)."""

@@ -61,6 +61,8 @@ class Stored:
     flags_hold: bool  # the marker's key-change and truncate flags still describe the store before it
     done: bool  # every event was held already and the silver tables hold all the store has
     moved: int | None = None  # the batch's key changes, each event once, when counted on their way in
+    # the commit-LSN ranges of the table's events bronze holds and the store does not, after this step
+    behind: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass
