@@ -19,10 +19,13 @@ from pyspark.sql import types as T
 from resolver.paths import join_inside
 from resolver.spark import sql
 from resolver.spark.observed import counting
+from resolver.spark.session_settings import lake_writes
 
 __all__ = [
     "COLUMN_MAPPING",
     "NO_CHANGE_FEED",
+    "TIMESTAMPS_MICROS",
+    "TIMESTAMPS_PROPERTY",
     "append",
     "append_counted",
     "ensure_table",
@@ -34,6 +37,11 @@ __all__ = [
     "set_properties",
     "table_path",
 ]
+
+
+#: on every table the lake creates: its timestamps are written as microseconds (``lake_writes``); a table
+#: without it may hold INT96 ones, which ``resolver optimize`` rewrites once (``resolver.ops.maintenance``)
+TIMESTAMPS_PROPERTY, TIMESTAMPS_MICROS = "resolver.timestamps", "micros"
 
 
 #: Delta column mapping by name: what a table needs to hold columns whose names Delta refuses otherwise.
@@ -81,7 +89,7 @@ def ensure_table(
     builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
     if cluster_by:
         builder = builder.clusterBy(*cluster_by)
-    for key, value in properties.items():
+    for key, value in {**properties, TIMESTAMPS_PROPERTY: TIMESTAMPS_MICROS}.items():
         builder = builder.property(key, value)
     if comment:
         builder = builder.comment(comment)
@@ -106,9 +114,9 @@ def append(table: DeltaTable, path: str, rows: DataFrame) -> int:
     """Append ``rows`` to ``table`` (at ``path``): its columns by name, each cast to the table's type, other
     columns left out. Returns the table's version afterwards."""
     fields = table.toDF().schema.fields
-    rows.select(*[sql.col(f.name).cast(f.dataType).alias(f.name) for f in fields]).write.format("delta").mode(
-        "append"
-    ).save(path)
+    selected = rows.select(*[sql.col(f.name).cast(f.dataType).alias(f.name) for f in fields])
+    with lake_writes(rows.sparkSession):
+        selected.write.format("delta").mode("append").save(path)
     return version(table)
 
 

@@ -26,6 +26,7 @@ from pyspark.sql import types as T
 
 from resolver.lake import delta
 from resolver.spark import sql
+from resolver.spark.session_settings import lake_writes
 
 __all__ = ["TableLock"]
 
@@ -48,7 +49,8 @@ class TableLock:
             return
         row = self.spark.createDataFrame([(0, None)], _SCHEMA)
         try:
-            row.write.format("delta").mode("errorifexists").save(self.path)
+            with lake_writes(row.sparkSession):
+                row.write.format("delta").mode("errorifexists").save(self.path)
         except Exception:  # noqa: BLE001  # created by another run meanwhile (any error otherwise is raised below)
             if not delta.is_table(self.spark, self.path):
                 raise

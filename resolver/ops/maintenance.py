@@ -22,10 +22,11 @@ from pyspark.sql import types as T
 
 from resolver.errors import ConfigError
 from resolver.files.hadoop_files import lake_folders
+from resolver.lake import delta
 from resolver.lake.folders import KEY_PROPERTY, inside
 from resolver.lake.lake_tables import select_tables
 from resolver.spark import sql
-from resolver.spark.session_settings import restore_settings, set_settings
+from resolver.spark.session_settings import lake_writes, restore_settings, set_settings
 
 __all__ = ["DEFAULT_RETAIN_HOURS", "check_retention", "optimize", "vacuum"]
 
@@ -74,6 +75,7 @@ def optimize(spark: SparkSession, lake: str, tables: Sequence[str] | None = None
 
 def _optimize(spark: SparkSession, path: str, name: str) -> dict[str, Any]:
     table = DeltaTable.forPath(spark, path)
+    rewritten = _rewrite_timestamps(spark, table, path)
     detail = table.detail().select("clusteringColumns", "properties", "numFiles").first()
     assert detail is not None
     clustering = list(detail["clusteringColumns"] or [])
@@ -106,8 +108,40 @@ def _optimize(spark: SparkSession, path: str, name: str) -> dict[str, Any]:
         "files_removed": removed,
         "files_added": added,
         "files_after": before - removed + added,
-        "note": note,
+        "note": "; ".join(n for n in (rewritten, note) if n),
     }
+
+
+def _rewrite_timestamps(spark: SparkSession, table: DeltaTable, path: str) -> str:
+    """A table written before the lake wrote its timestamps as microseconds (``TIMESTAMPS_PROPERTY`` not
+    set, and a timestamp column: Spark wrote them as INT96, which delta-rs refuses and Polars misreads):
+    every file rewritten once, in one commit that changes no row (``dataChange`` false: no change-feed
+    entry), timestamps as microseconds, and the property set. Returns what it did, for the report's note."""
+    properties, _ = delta.properties_and_size(table)
+    if properties.get(delta.TIMESTAMPS_PROPERTY) == delta.TIMESTAMPS_MICROS:
+        return ""
+    if _has_timestamps(table.toDF().schema):
+        with lake_writes(spark):
+            current = spark.read.format("delta").load(path)
+            current.write.format("delta").mode("overwrite").option("dataChange", "false").save(path)
+        note = "rewritten once with its timestamps as microseconds (they were INT96)"
+    else:
+        note = ""
+    delta.set_properties(spark, path, {delta.TIMESTAMPS_PROPERTY: delta.TIMESTAMPS_MICROS})
+    return note
+
+
+def _has_timestamps(schema: T.DataType) -> bool:
+    """Whether a schema holds a timestamp (with time zone, the type Spark writes as INT96), nested too."""
+    if isinstance(schema, T.TimestampType):
+        return True
+    if isinstance(schema, T.StructType):
+        return any(_has_timestamps(f.dataType) for f in schema.fields)
+    if isinstance(schema, T.ArrayType):
+        return _has_timestamps(schema.elementType)
+    if isinstance(schema, T.MapType):
+        return _has_timestamps(schema.keyType) or _has_timestamps(schema.valueType)
+    return False
 
 
 def _run_optimize(table: DeltaTable, zorder: list[str]) -> Row:

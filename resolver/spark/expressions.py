@@ -24,14 +24,13 @@ share the change: the last one to end gives the values back."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
 
 from resolver.errors import whole_number_setting
-from resolver.spark.session_settings import restore_settings, set_settings
+from resolver.spark.session_settings import shared_settings
 
 __all__ = ["INTERPRETED", "INTERPRET_BELOW_EVENTS", "INTERPRET_SETTING", "expressions_for", "interpret_below"]
 
@@ -42,10 +41,6 @@ INTERPRETED = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
-
-_lock = threading.Lock()
-#: per session (its JVM object's id): how many batches interpret now, and the values to give back after them
-_active: dict[str, tuple[int, dict[str, str | None]]] = {}
 
 
 def interpret_below(spark: SparkSession) -> int:
@@ -62,18 +57,5 @@ def expressions_for(spark: SparkSession, events: int) -> Iterator[bool]:
     if events >= interpret_below(spark):
         yield False
         return
-    session = str(spark._jsparkSession.hashCode())  # noqa: SLF001  # one entry per JVM session
-    with _lock:
-        count, saved = _active.get(session, (0, {}))
-        if count == 0:
-            saved = set_settings(spark, INTERPRETED)
-        _active[session] = (count + 1, saved)
-    try:
+    with shared_settings(spark, "interpreted", INTERPRETED):
         yield True
-    finally:
-        with _lock:
-            count, saved = _active.pop(session)
-            if count > 1:
-                _active[session] = (count - 1, saved)
-            else:
-                restore_settings(spark, saved)

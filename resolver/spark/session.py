@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from resolver.errors import ConfigError
 from resolver.spark.driver_jvm import DriverJvm, java_options
+from resolver.spark.driver_output import log4j_option, quiet_launch
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -24,6 +25,9 @@ _DEFAULTS = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
     "spark.sql.session.timeZone": "UTC",
+    # timestamps in Parquet as microseconds, not INT96 (resolver.spark.session_settings.LAKE_WRITES: every
+    # write of the lake sets it on any session; here for the rest of a local session's writes too)
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     # (spark.sql.shuffle.partitions and spark.default.parallelism: two per core of the master, partitions_for)
     # Adaptive execution runs each query stage as a job of its own and re-plans between them; with two shuffle
     # partitions a core it has nothing to coalesce on one machine. Off, a table-batch of the common case
@@ -122,10 +126,9 @@ def local_session(
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     given = {k.replace("__", "."): v for k, v in conf.items()}
     settings.update(given)
-    extra = java_options(jvm, given, ",".join(packages))
-    if extra:
-        driver = settings["spark.driver.extraJavaOptions"]
-        settings["spark.driver.extraJavaOptions"] = " ".join([driver, *extra])
+    driver = settings["spark.driver.extraJavaOptions"]
+    extra = [*java_options(jvm, given, ",".join(packages)), log4j_option(driver)]
+    settings["spark.driver.extraJavaOptions"] = " ".join([driver, *[o for o in extra if o]])
     for key, value in settings.items():
         builder = builder.config(key, value)
     builder = configure_spark_with_delta_pip(builder, list(packages))
@@ -134,7 +137,10 @@ def local_session(
     if jars is not None:  # resolved by an earlier session: no Ivy resolution at start
         builder = builder.config("spark.jars.packages", "").config("spark.jars", jars)
     try:
-        session = builder.getOrCreate()
+        with (
+            quiet_launch()
+        ):  # nothing on the first screen a user cannot act on (resolver.spark.driver_output)
+            session = builder.getOrCreate()
     except Exception as e:  # noqa: BLE001  # PySparkRuntimeError: the launcher's own lines are above
         if "JAVA_GATEWAY_EXITED" not in str(e):
             raise

@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from delta.tables import DeltaTable
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from resolver.spark import sql
+from resolver.spark.session_settings import lake_writes
 from resolver.table.key_ranges import KeyRange, key_bounds, range_sql
 
 
@@ -174,9 +175,16 @@ def _merge(
     if delete is not None:
         builder = builder.whenMatchedDelete(delete)
     builder = builder.whenMatchedUpdate(update, values).whenNotMatchedInsert(insert, values)
-    result = builder.execute().first()
+    with lake_writes(_session(builder)):
+        result = builder.execute().first()
     got = result.asDict() if result is not None else {}
     return {action: int(got.get(column) or 0) for action, column in _RESULT_COLUMNS.items()}
+
+
+def _session(builder: Any) -> SparkSession:
+    """The session a MERGE builder's table belongs to (delta-spark's builder keeps it)."""
+    spark = getattr(builder, "_spark", None)
+    return spark if isinstance(spark, SparkSession) else SparkSession.builder.getOrCreate()
 
 
 #: the columns of a MERGE's result (Delta's ``execute()``) that say what it did

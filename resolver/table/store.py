@@ -19,6 +19,7 @@ from resolver.lake.folders import (
 )
 from resolver.plan.drops import add_point
 from resolver.spark import sql
+from resolver.spark.session_settings import lake_writes
 from resolver.tablelayout import TableLayout
 
 log = logging.getLogger(__name__)
@@ -115,13 +116,15 @@ def rekey(
         .when((op == "delete") & has_old, old_image),
     )
     set_properties(spark, paths[0], {"delta.appendOnly": "false"})
-    changes.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(paths[0])
+    with lake_writes(spark):
+        changes.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(paths[0])
     set_properties(spark, paths[0], {**props, "delta.appendOnly": "true"})
     if history is not None:
         versions = history.toDF()
         for c in ("__moved_from", "__moved_to"):
             versions = versions.withColumn(c, F.lit(None).cast(key_t))
-        versions.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(paths[1])
+        with lake_writes(spark):
+            versions.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(paths[1])
     for path in paths[1:]:
         set_properties(spark, path, props)
     return True
