@@ -5,9 +5,10 @@ screen). Two sources of noise are cut:
   Spark's default profile, which logs warnings and says so on every start (``Using Spark's default log4j
   profile``, ``Setting default log level``, a loopback host name, no native Hadoop library). A user's own
   ``-Dlog4j2.configurationFile`` in ``spark.driver.extraJavaOptions`` wins.
-- The JVM's own line ``WARNING: Using incubator modules: jdk.incubator.vector``: Spark's launcher always
-  resolves that module, and Java prints the line whatever its options. The driver's standard error is a
-  pipe that a thread forwards to this process's, every line but that one (``quiet_launch``).
+- The JVM's own line ``WARNING: Using incubator modules: jdk.incubator.vector`` (Spark's launcher always
+  resolves that module, and Java prints the line whatever its options), and the two lines Spark prints for
+  an interactive shell on how to change the log level (the session sets it). The driver's standard error
+  is a pipe that a thread forwards to this process's, every line but those (``quiet_launch``).
 
 No Spark here: a path and file descriptors.
 """
@@ -28,8 +29,11 @@ __all__ = ["LOG4J_CONFIG", "log4j_option", "quiet_launch"]
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 #: how long a failed start waits for what its launcher printed
 _DRAIN_SECONDS = 10.0
-#: lines the JVM prints that no user acts on
-_NOISE = re.compile(rb"^WARNING: Using incubator modules: ")
+#: lines the JVM prints that no user acts on: the incubator modules, and Spark telling an interactive shell
+#: how to change its log level (the session sets it: ``local_session``)
+_NOISE = re.compile(
+    rb"^(WARNING: Using incubator modules: |Setting default log level to |To adjust logging level use )"
+)
 
 
 def log4j_option(driver_options: str) -> str:
