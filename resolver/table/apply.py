@@ -23,7 +23,7 @@ from resolver.table.append_batch import AppendBatch, appends_only
 from resolver.table.batch_tables import mark_applied, next_high, open_batch_tables
 from resolver.table.exploded import bad_value_records, moved_events, table_rows
 from resolver.table.first_batch import FirstBatch
-from resolver.table.later_batch import LaterBatch
+from resolver.table.later_batch import ContinueBatch, LaterBatch, continues_only
 from resolver.table.merge import late_events
 from resolver.table.summaries import already_applied, empty_summary, table_summary
 from resolver.table.table_steps import Affected, BatchEvents, BatchTables, Exploded, TableSteps
@@ -89,7 +89,8 @@ def _route(
     exploded: Exploded,
 ) -> TableSteps:
     """The table's route for this batch, chosen once: its first batch (its tables just created), a batch
-    that only adds rows the table never held (``appends_only``), or every other (``LaterBatch``)."""
+    that only adds rows the table never held (``appends_only``), one that only continues what it held
+    (``continues_only``: no key change, no truncate, every event newer), or every other (``LaterBatch``)."""
     meta, layout = table.meta, table.layout
     assert layout is not None
     if tables.first:
@@ -97,6 +98,9 @@ def _route(
     if appends_only(meta, layout, tables, events, exploded):
         log.debug("%s: the batch only adds rows the table never held: appended", layout.table)
         return AppendBatch(spark, meta, layout, tables)
+    if continues_only(meta, layout, tables, events, exploded):
+        log.debug("%s: the batch only continues what the table held: its store left behind", layout.table)
+        return ContinueBatch(spark, meta, layout, tables)
     return LaterBatch(spark, meta, layout, tables)
 
 

@@ -1,7 +1,18 @@
 """A table's batch when the table already has Delta tables (``resolver.table.table_steps``): the batch's new
 rows are added to the change store, the affected keys are found in it and their held changes read back, and
 the versions resolved from them are MERGEd into the history (diffed first unless every event is newer than all
-the table held) and the snapshot. A run killed part-way is completed by this path too."""
+the table held) and the snapshot. A run killed part-way is completed by this path too.
+
+A batch that only continues what the table held (``continues_only``: every event new to the lake and newer
+than everything the table held, no key change and no truncate held or sent, no schema change or drop point,
+and a snapshot to read the affected keys' current rows from: the common case of a stream applied in order)
+takes the same steps without writing the change store (``ContinueBatch``; docs/silver.md): it is resolved
+from the affected keys' current rows in the snapshot and its own, so nothing of it reads the store, and its
+events are left in bronze, the store's marker listing their commit-LSN range as *behind*
+(``resolver.tablestate.Marker.behind``). The next batch that reads the store (a late event, a key change, a
+truncate, a new column's drop point) adds them to it from bronze first (``LaterBatch._catch_up``). A table
+whose stream stays in order never writes its store again: a Spark job and a Delta commit fewer per table
+and batch."""
 
 from __future__ import annotations
 
@@ -38,7 +49,7 @@ from resolver.table.table_steps import Affected, BatchEvents, BatchTables, Explo
 from resolver.table.truncates import pending_truncates
 from resolver.tablelayout import TableLayout
 
-__all__ = ["LaterBatch"]
+__all__ = ["ContinueBatch", "LaterBatch", "continues_only"]
 
 log = logging.getLogger(__name__)
 
@@ -190,3 +201,37 @@ class LaterBatch:
                 current = versions.filter("__is_current").select(*[sql.col(c) for c in cols])
                 rows = snapshot_rows(current, keys_of(changes, key).distinct(), key, cols)
             return merge_snapshot(snapshot, rows, key, cols, affected.ranges)
+
+
+def continues_only(
+    meta: TableMeta, layout: TableLayout, tables: BatchTables, events: BatchEvents, exploded: Exploded
+) -> bool:
+    """Whether the table's batch only continues what the table held (see the module docstring), from what
+    the plan, bronze's write, the explode's pass and the store's marker already know: no job of its own."""
+    state, marker = layout.state, layout.state.marker
+    if state.is_new or not events.unseen or meta.lo is None or tables.snapshot is None:
+        return False
+    if meta.truncates or meta.skipped or exploded.moves:
+        return False
+    if layout.schema_log or layout.changes or layout.renames or layout.drops or layout.rescan:
+        return False
+    if tables.whole or not marker.flags_known or marker.moves or marker.truncates:
+        return False
+    if not marker.fresh(delta.version(tables.store)):
+        return False
+    return marker.lsn is None or meta.lo > marker.lsn
+
+
+class ContinueBatch(LaterBatch):
+    """The steps of a batch that only continues what the table held (``continues_only``): those of
+    ``LaterBatch``, less the change store's write."""
+
+    def store(self, events: BatchEvents, exploded: Exploded) -> Stored:
+        """Nothing written to the change store: bronze holds the batch's events, and the store's marker
+        lists their commit-LSN range as behind (``Marker.falling_behind``). The marker's flags still describe
+        the store and its events: the batch brings no key change and no truncate."""
+        assert self.meta.lo is not None and self.meta.hi is not None  # continues_only
+        version = delta.version(self.tables.store)
+        behind = self.layout.state.marker.falling_behind(int(self.meta.lo), int(self.meta.hi))
+        held = self.tables.store.toDF()  # not read by this route (the snapshot's rows stand in)
+        return Stored(exploded, held, version, False, True, False, moved=0, behind=behind)
