@@ -12,8 +12,9 @@ pays before its first event, cut where the work allows (bench/README.md, "A cold
   time. The archive is made by the first command that finds none (``DriverJvm.dump``, the command line's
   own): its JVM writes the classes it loaded as it exits (``-XX:ArchiveClassesAtExit``), which
   ``finish_driver`` waits for, and later drivers map it (``-XX:SharedArchiveFile``). It is about 200 MB,
-  under ``$XDG_CACHE_HOME/resolver/jvm`` (``~/.cache``), one per Java, Spark, Delta, packages and options;
-  archives of other installs unused for 30 days are removed. ``RESOLVER_CLASS_ARCHIVE=off`` makes and maps
+  under ``$XDG_CACHE_HOME/resolver/jvm`` (``~/.cache``), one per Java, Python environment, Spark, Delta,
+  packages and options; the archives of environments that are gone, and of any unused for 30 days, are
+  removed when a new one is made. ``RESOLVER_CLASS_ARCHIVE=off`` makes and maps
   none. A JVM that cannot map an archive (another class path) loads its classes as usual.
 
 A session whose JVM options are the user's (``spark.driver.extraJavaOptions`` given, or ``SPARK_SUBMIT_OPTS``
@@ -53,6 +54,8 @@ _SHORT = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 #: a JVM that cannot map or write an archive says so on stdout, where the commands print their tables
 _QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 _STALE_DAYS = 30
+#: the file in an archive's folder that names the Python environment it belongs to
+_PREFIX = "prefix.txt"
 #: how long a command waits at its end for its JVM to write the archive
 _DUMP_SECONDS = 120.0
 
@@ -192,6 +195,7 @@ def _archive(options: list[str], packages: str) -> _Archive | None:
     folder = _root() / hashlib.sha256(identity.encode()).hexdigest()[:16]
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        (folder / _PREFIX).write_text(sys.prefix, encoding="utf-8")  # whose it is: see _prune
     except OSError:
         return None
     return _Archive(folder / "classes.jsa", folder / f"classes.{os.getpid()}.jsa")
@@ -209,11 +213,16 @@ def _touch(folder: Path) -> None:
 
 
 def _prune(keep: Path) -> None:
-    """Remove other installs' archives nobody used for ``_STALE_DAYS`` days."""
+    """Remove other installs' archives: of an environment that is gone (a CI run's throw-away one), or
+    that nobody used for ``_STALE_DAYS`` days."""
     cutoff = time.time() - _STALE_DAYS * 86400
     for other in keep.parent.glob("*"):
         try:
-            if other != keep and other.is_dir() and other.stat().st_mtime < cutoff:
+            if other == keep or not other.is_dir():
+                continue
+            owner = other / _PREFIX
+            gone = owner.is_file() and not Path(owner.read_text(encoding="utf-8")).is_dir()
+            if gone or other.stat().st_mtime < cutoff:
                 shutil.rmtree(other, ignore_errors=True)
         except OSError:
             pass

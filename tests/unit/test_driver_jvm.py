@@ -82,3 +82,16 @@ def test_a_new_or_small_lake_is_small_and_a_large_one_is_not(tmp_path: Path) -> 
         fh.truncate(driver_jvm.SMALL_LAKE_BYTES)
     assert not small_lake(str(lake))
     assert not small_lake("s3a://bucket/lake")
+
+
+def test_the_archive_of_an_environment_that_is_gone_is_removed(_cache: Path, tmp_path: Path) -> None:
+    """A CI run's throw-away environment leaves its archive behind; the next archive made removes it (and
+    keeps one whose environment is still there)."""
+    root = _cache / "resolver" / "jvm"
+    gone, kept = root / "gone", root / "kept"
+    for folder, prefix in ((gone, tmp_path / "no-such-venv"), (kept, tmp_path)):
+        folder.mkdir(parents=True)
+        (folder / "classes.jsa").write_bytes(b"archive")
+        (folder / "prefix.txt").write_text(str(prefix))
+    java_options(DriverJvm(short=True, dump=True), {}, "")  # no archive of its own yet: it makes one
+    assert not gone.exists() and kept.exists()
