@@ -39,9 +39,12 @@ __all__ = [
     "SHORT_INPUT_BYTES",
     "SMALL_LAKE_BYTES",
     "DriverJvm",
+    "DriverStart",
+    "driver_start",
     "finish_driver",
     "input_bytes",
     "java_options",
+    "launched",
     "small_lake",
 ]
 
@@ -119,53 +122,85 @@ class _Archive:
     staged: Path
 
 
-_made: list[_Archive] = []  # the archive this process's JVM writes at exit, for finish_driver
+@dataclass(frozen=True)
+class DriverStart:
+    """The driver JVM's options for a ``DriverJvm``, and the archive that JVM writes as it exits (when it
+    is the one that makes it)."""
+
+    options: list[str]
+    makes: _Archive | None = None
+
+
+@dataclass(frozen=True)
+class _Making:
+    """A JVM this process launched that writes the archive as it exits."""
+
+    archive: _Archive
+    process: Any  # the JVM's Popen (py4j's gateway.proc)
+
+
+_making: list[_Making] = []  # the JVM of this process's command that makes the archive, for finish_driver
 
 
 def java_options(jvm: DriverJvm | None, settings: dict[str, str], packages: str) -> list[str]:
-    """The driver's JVM options for ``jvm`` (none when the user's options decide: ``settings`` hold the
-    session's settings, ``packages`` its Maven packages)."""
+    """The driver's JVM options for ``jvm`` (``driver_start``'s options)."""
+    return driver_start(jvm, settings, packages).options
+
+
+def driver_start(jvm: DriverJvm | None, settings: dict[str, str], packages: str) -> DriverStart:
+    """How the driver starts for ``jvm``: none of our options when the user's options decide
+    (``settings`` hold the session's settings, ``packages`` its Maven packages). Nothing is recorded
+    here: a session that launches its JVM with these options says so with ``launched``."""
     if jvm is None or _users_own(settings):
-        return []
+        return DriverStart([])
     options = list(_SHORT) if jvm.short else []
     if not jvm.share or os.environ.get("RESOLVER_CLASS_ARCHIVE", "").lower() in ("off", "0", "false"):
-        return options
+        return DriverStart(options)
     archive = _archive(options, packages)
     if archive is None:
-        return options
+        return DriverStart(options)
     if archive.path.is_file():
         _touch(archive.path.parent)
-        return [*options, f"-XX:SharedArchiveFile={archive.path}", *_QUIET]
+        return DriverStart([*options, f"-XX:SharedArchiveFile={archive.path}", *_QUIET])
     if not jvm.dump:
-        return options
+        return DriverStart(options)
     _prune(archive.path.parent)
-    _made.append(archive)
-    return [*options, f"-XX:ArchiveClassesAtExit={archive.staged}", *_QUIET]
+    return DriverStart([*options, f"-XX:ArchiveClassesAtExit={archive.staged}", *_QUIET], archive)
+
+
+def launched(start: DriverStart, process: Any) -> None:
+    """Record that ``process`` (a JVM just launched with ``start``'s options) writes the archive at exit,
+    for ``finish_driver``. A session that found its JVM running launched nothing and records nothing."""
+    if start.makes is not None and process is not None:
+        _making.append(_Making(start.makes, process))
 
 
 def finish_driver() -> None:
-    """At a command's end: when its JVM makes the class archive, stop the session and wait (at most
-    ``_DUMP_SECONDS``) for the JVM to write it as it exits, then put it in place for later drivers."""
-    if not _made:
+    """At a command's end: when the JVM it launched makes the class archive, stop the session and wait (at
+    most ``_DUMP_SECONDS``) for the JVM to write it as it exits, then put it in place for later drivers. A
+    JVM the command did not launch (a caller's session, still in use) is left running."""
+    if not _making:
         return
-    archive = _made.pop()
+    making = _making.pop()
     from pyspark import SparkContext
 
     gateway: Any = SparkContext._gateway  # noqa: SLF001
-    process = getattr(gateway, "proc", None)
+    process: Any = making.process
+    running: Any = getattr(gateway, "proc", None)
+    if running is None or running is not process:
+        making.archive.staged.unlink(missing_ok=True)  # that JVM already ended, or is not ours
+        return
     context = SparkContext._active_spark_context  # noqa: SLF001
     if context is not None:
         context.stop()
-    if process is None:
-        return
     try:
         process.stdin.close()  # the JVM ends when its Python's pipe closes
         process.wait(timeout=_DUMP_SECONDS)
     except Exception:  # noqa: BLE001  # no archive this time: the next command makes it
-        archive.staged.unlink(missing_ok=True)
+        making.archive.staged.unlink(missing_ok=True)
         return
-    if archive.staged.is_file():
-        archive.staged.replace(archive.path)
+    if making.archive.staged.is_file():
+        making.archive.staged.replace(making.archive.path)
 
 
 def _users_own(settings: dict[str, str]) -> bool:

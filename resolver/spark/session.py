@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from resolver.errors import ConfigError
-from resolver.spark.driver_jvm import DriverJvm, java_options
+from resolver.spark.driver_jvm import DriverJvm, driver_start, launched
 from resolver.spark.driver_output import log4j_option, quiet_launch
 
 if TYPE_CHECKING:
@@ -127,7 +127,8 @@ def local_session(
     given = {k.replace("__", "."): v for k, v in conf.items()}
     settings.update(given)
     driver = settings["spark.driver.extraJavaOptions"]
-    extra = [*java_options(jvm, given, ",".join(packages)), log4j_option(driver)]
+    start = driver_start(jvm, given, ",".join(packages))
+    extra = [*start.options, log4j_option(driver)]
     settings["spark.driver.extraJavaOptions"] = " ".join([driver, *[o for o in extra if o]])
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -136,6 +137,9 @@ def local_session(
     jars = remembered_jars(wanted, pyspark.__version__) if wanted and reusable(settings) else None
     if jars is not None:  # resolved by an earlier session: no Ivy resolution at start
         builder = builder.config("spark.jars.packages", "").config("spark.jars", jars)
+    from pyspark import SparkContext
+
+    running = SparkContext._gateway  # noqa: SLF001  # a JVM already up: getOrCreate launches none
     try:
         with (
             quiet_launch()
@@ -149,6 +153,8 @@ def local_session(
             f"and the packages {wanted} on Maven Central or in the Ivy cache; a delta-spark whose jars are "
             "not published for this Spark fails here (the supported pairs: README, Install on a cluster)"
         ) from None
+    if running is None:
+        launched(start, getattr(SparkContext._gateway, "proc", None))  # noqa: SLF001
     if jars is None and wanted and reusable(settings):
         remember_jars(wanted, pyspark.__version__, session)
     session.sparkContext.setLogLevel("ERROR")

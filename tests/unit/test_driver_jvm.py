@@ -18,7 +18,7 @@ def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.delenv("SPARK_SUBMIT_OPTS", raising=False)
     monkeypatch.delenv("RESOLVER_CLASS_ARCHIVE", raising=False)
-    driver_jvm._made.clear()  # noqa: SLF001
+    driver_jvm._making.clear()  # noqa: SLF001
     return tmp_path / "cache"
 
 
@@ -95,3 +95,17 @@ def test_the_archive_of_an_environment_that_is_gone_is_removed(_cache: Path, tmp
         (folder / "prefix.txt").write_text(str(prefix))
     java_options(DriverJvm(short=True, dump=True), {}, "")  # no archive of its own yet: it makes one
     assert not gone.exists() and kept.exists()
+
+
+def test_options_alone_record_nothing_and_a_jvm_the_command_did_not_launch_is_left_running(
+    _cache: Path,
+) -> None:
+    """Asking for a command's options launches nothing: a later command in the same process (a caller's
+    session, the tests' shared one) must not have its JVM stopped by ``finish_driver`` (it was, in CI)."""
+    start = driver_jvm.driver_start(DriverJvm(short=True, dump=True), {}, "")
+    assert start.makes is not None and not driver_jvm._making  # noqa: SLF001
+    driver_jvm.finish_driver()  # nothing launched: nothing to stop
+    start.makes.staged.write_bytes(b"archive")
+    driver_jvm.launched(start, object())  # a JVM that is not this process's gateway
+    driver_jvm.finish_driver()
+    assert not driver_jvm._making and not start.makes.staged.exists() and not start.makes.path.exists()  # noqa: SLF001
