@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "SchemaChanges",
     "ChangeEvent",
     "Format",
     "IngestSummary",
@@ -42,6 +43,17 @@ class Operation(StrEnum):
     """A removed row, identified by ``old_key_*``; no ``column_*``."""
     TRUNCATE = "truncate"
     """Every row of the table removed (format-version 2 only: format 1 cannot show truncates)."""
+
+
+class SchemaChanges(StrEnum):
+    """How a rename or a type change reaches a table's snapshot and history (docs/schema-evolution.md)."""
+
+    REWRITE = "rewrite"
+    """The table is rewritten with the new names and types in the batch that carries the change: a plain
+    Delta table that every reader reads (delta-rs, Polars, DuckDB, Trino, Spark)."""
+    METADATA = "metadata"
+    """Delta column mapping (a rename) and type widening (a type change): metadata only, no file is
+    rewritten; read right by Spark with Delta 3.3+ and DuckDB, not by delta-rs or Polars today."""
 
 
 class Format(StrEnum):

@@ -10,9 +10,10 @@ from typing import Any
 
 from pyspark.sql import types as T
 
+from resolver.models import SchemaChanges
 from resolver.tablestate import TableState
 
-__all__ = ["Column_", "TableLayout"]
+__all__ = ["Column_", "SchemaChanges", "TableLayout"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,8 @@ class TableLayout:
     """Columns whose changes open a history version (empty: all)."""
     cluster: bool = field(default=False, compare=False)
     """Cluster the silver tables by the key (Delta liquid clustering)."""
+    schema_changes: SchemaChanges = field(default=SchemaChanges.REWRITE, compare=False)
+    """How a rename or type change reaches the snapshot and history (the change store: always metadata)."""
 
     def column(self, name: str) -> Column_:
         return next(c for c in self.columns if c.name == name)

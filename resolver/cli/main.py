@@ -34,6 +34,7 @@ Handler = Callable[[argparse.Namespace], int]
 def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     """The program's parser and each command's handler."""
     from resolver.cli.capture_command import add_capture, capture
+    from resolver.cli.changes_command import add_changes, changes_command
     from resolver.cli.commands import register
     from resolver.cli.run_command import add_run, run
 
@@ -47,7 +48,14 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     add_run(commands)
     add_capture(commands)
     _add_schemas(commands)
-    handlers: dict[str, Handler] = {"ingest": _ingest, "run": run, "capture": capture, "schemas": _schemas}
+    add_changes(commands)
+    handlers: dict[str, Handler] = {
+        "ingest": _ingest,
+        "run": run,
+        "capture": capture,
+        "schemas": _schemas,
+        "changes": changes_command,
+    }
     handlers.update(register(commands))
     return parser, handlers
 

@@ -49,7 +49,7 @@ from resolver.config.yamlconfig import parse_yaml
 from resolver.errors import ConfigError
 from resolver.files.input_files import local_listing
 from resolver.formats.names import SLOT_NAME, SLOT_NAME_EXPECTED, split_qualified
-from resolver.models import Format, ResolverModel
+from resolver.models import Format, ResolverModel, SchemaChanges
 from resolver.paths import is_uri, join_inside
 
 __all__ = [
@@ -91,6 +91,12 @@ class TableSettings(ResolverModel):
     )
     cluster_by_key: bool | None = Field(
         default=None, description="Cluster the snapshot and history by the key (Delta liquid clustering)"
+    )
+    schema_changes: SchemaChanges | None = Field(
+        default=None,
+        description="How a rename or type change reaches the snapshot and history: rewrite (default: the "
+        "table rewritten, read right by every Delta reader) or metadata (Delta column mapping and type "
+        "widening: no rewrite, read right by Spark and DuckDB only; docs/schema-evolution.md)",
     )
 
     @field_validator("outputs")

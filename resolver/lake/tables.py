@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from resolver.lake import deletion_vectors, delta
@@ -21,7 +22,8 @@ from resolver.lake.folders import (
     TablePaths,
 )
 from resolver.spark import sql
-from resolver.tablelayout import TableLayout
+from resolver.spark.session_settings import lake_writes
+from resolver.tablelayout import SchemaChanges, TableLayout
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +33,14 @@ log = logging.getLogger(__name__)
 #: file they are in; OPTIMIZE / ``resolver optimize`` purges)
 #: what every new silver table is created with (and ``deletion_vectors.created_with``)
 SILVER_PROPERTIES = {"delta.enableChangeDataFeed": "true"}
+
+
+#: the ``userMetadata`` of the commit that rewrites a silver table for a rename or type change: it changes
+#: no row (its change feed, every row deleted and inserted again, is left out by ``resolver.ops.changes``)
+REWRITE_COMMIT = "resolver: schema change rewrite"
+#: a column's field metadata: the names it had before a rewrite renamed it (oldest first)
+FORMER_NAMES = "resolver.former_names"
+_KEY_STRUCTS = ("__key", "__old_key", "__moved_from", "__moved_to")
 
 
 TECH_SNAPSHOT = [("__start_lsn", "bigint"), ("__start_time", "timestamp")]
@@ -64,15 +74,15 @@ def open_tables(
     store_spec = _Spec(
         store_schema, {"delta.appendOnly": "true", **props}, f"{layout.table}: typed change events"
     )
-    store = _open(spark, paths.changes, store_spec, source, layout)
+    store = _open(spark, paths.changes, store_spec, source, layout, SchemaChanges.METADATA)
     history = snapshot = None
     silver_props = {**SILVER_PROPERTIES, **deletion_vectors.created_with(spark), **props}
     if layout.history:
         spec = _Spec(history_schema, silver_props, f"{layout.table}: history (SCD2)", cluster)
-        history = _open(spark, paths.history, spec, source, layout)
+        history = _open(spark, paths.history, spec, source, layout, layout.schema_changes)
     if layout.snapshot:
         spec = _Spec(snapshot_schema, silver_props, f"{layout.table}: snapshot (SCD1)", cluster)
-        snapshot = _open(spark, paths.snapshot, spec, source, layout)
+        snapshot = _open(spark, paths.snapshot, spec, source, layout, layout.schema_changes)
     return store, history, snapshot
 
 
@@ -116,12 +126,19 @@ class _Spec:
 
 
 def _open(
-    spark: SparkSession, path: str, spec: _Spec, source: T.StructType, layout: TableLayout
+    spark: SparkSession,
+    path: str,
+    spec: _Spec,
+    source: T.StructType,
+    layout: TableLayout,
+    changes: SchemaChanges,
 ) -> DeltaTable:
     """One Delta table of the table, created if new (``spec``), its columns renamed, added and widened to
-    ``source``."""
+    ``source``: renames and type changes rewritten into the table or made in its metadata (``changes``)."""
     if DeltaTable.isDeltaTable(spark, path):  # a table that exists is opened (its creation a no-op, slower)
         table = DeltaTable.forPath(spark, path)
+        if changes is SchemaChanges.REWRITE and _rewrite(spark, path, table, spec.schema, layout):
+            table = DeltaTable.forPath(spark, path)
     else:
         table = delta.ensure_table(spark, path, spec.schema, spec.properties, spec.comment, spec.cluster)
     if _rename(spark, path, {f.name for f in table.toDF().schema.fields}, layout):
@@ -184,4 +201,46 @@ def _widen(
     for column, typ in alters:
         log.info("%s: widening %s to %s", path, column, typ.simpleString())
         spark.sql(f"ALTER TABLE {sql.delta_path(path)} ALTER COLUMN {column} TYPE {typ.simpleString()}")
+    return True
+
+
+def _rewrite(
+    spark: SparkSession, path: str, table: DeltaTable, target: T.StructType, layout: TableLayout
+) -> bool:
+    """Rewrite the table with the names the schema file's ``renamed_from`` hints give its columns and the
+    types ``target`` widens them to (key structs included): one overwrite commit marked ``REWRITE_COMMIT``,
+    every value kept, a renamed column's earlier names in its field metadata (``FORMER_NAMES``). Columns
+    ``target`` adds are left to ``ALTER TABLE ADD COLUMNS`` after. Returns whether it rewrote."""
+    rows = table.toDF()
+    have = {f.name for f in rows.schema.fields}
+    renames = {old: new for old, new in layout.renames if old in have and new not in have}
+    wanted = {f.name: f.dataType for f in target.fields}
+    columns, changed = [], False
+    for f in rows.schema.fields:
+        name = renames.get(f.name, f.name)
+        typ = wanted.get(name, f.dataType)
+        if name == f.name and typ == f.dataType:
+            columns.append(F.col(sql.ident(f.name)))
+            continue
+        changed = True
+        meta = {k: v for k, v in f.metadata.items() if not k.startswith("delta.")}
+        if name != f.name:
+            meta[FORMER_NAMES] = [*meta.get(FORMER_NAMES, []), f.name]
+            log.warning("%s: renaming column %s to %s (renamed_from in its schema file)", path, f.name, name)
+        elif f.name not in _KEY_STRUCTS:
+            log.info("%s: widening %s to %s", path, f.name, typ.simpleString())
+        columns.append(F.col(sql.ident(f.name)).cast(typ).alias(name, metadata=meta))
+    if not changed:
+        return False
+    if any(isinstance(t, T.TimestampNTZType) for t in wanted.values()):
+        set_properties(spark, path, {"delta.feature.timestampNtz": "supported"})
+    with lake_writes(spark):
+        (
+            rows.select(columns)
+            .write.format("delta")
+            .mode("overwrite")
+            .option("overwriteSchema", "true")
+            .option("userMetadata", REWRITE_COMMIT)
+            .save(path)
+        )
     return True

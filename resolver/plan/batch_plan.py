@@ -16,6 +16,7 @@ from resolver.config.tableschema import TableSchema
 from resolver.errors import ConfigError
 from resolver.lake.deletion_vectors import from_bytes
 from resolver.lake.folders import Lake
+from resolver.models import SchemaChanges
 from resolver.plan.coverage import unapplied
 from resolver.plan.evolution import TypeChange
 from resolver.plan.layout import table_layout
@@ -173,6 +174,7 @@ def _layouts(
             history=settings.history,
             track=tuple(settings.track_history or ()),
             cluster=bool(settings.cluster_by_key),
+            schema_changes=settings.schema_changes or SchemaChanges.REWRITE,
         )
 
     tables = [t for t in sorted(meta) if not failed or t not in failed]

@@ -166,3 +166,20 @@ lake: lake/
     }
     elsewhere = parse_pipeline(text.replace("  format:", "  path: landed/\n  format:"), "p.yaml", tmp_path)
     assert elsewhere.source.path == os.path.join(tmp_path, "landed")
+
+
+def test_schema_changes_are_rewritten_unless_a_table_says_metadata() -> None:
+    from resolver.models import SchemaChanges
+
+    p = parse_pipeline(
+        "source: {path: l, format: wal2json-v2}\nlake: x\ntables:\n  big.*: {schema_changes: metadata}\n", "p"
+    )
+    assert p.settings("public.orders").schema_changes is None  # the layout's default: rewrite
+    assert p.settings("big.events").schema_changes is SchemaChanges.METADATA
+    with pytest.raises(ConfigError) as err:
+        parse_pipeline(
+            "source: {path: l, format: wal2json-v2}\nlake: x\ndefaults: {schema_changes: inplace}\n", "p"
+        )
+    assert "defaults.schema_changes" in str(err.value) and "'rewrite' or 'metadata'" in str(err.value), (
+        err.value
+    )
