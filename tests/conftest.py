@@ -13,7 +13,14 @@ import pytest
 from pyspark.sql import SparkSession
 
 from tests.harness import jvm
-from tests.harness.fixtures import captures, kafka_broker, pg_db, pg_server, s3_server  # noqa: F401  (fixtures)
+from tests.harness.fixtures import (  # noqa: F401  (fixtures)
+    captures,
+    hive_metastore,
+    kafka_broker,
+    pg_db,
+    pg_server,
+    s3_server,
+)
 
 #: The tiers are folders: tests/unit (no JVM, no server: seconds), tests/spark (the one Spark session of the
 #: run; no server, no child process), tests/e2e (real PostgreSQL + wal2json, Debezium, Kafka and S3 servers,

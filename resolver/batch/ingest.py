@@ -21,6 +21,7 @@ from resolver.batch.bronze import write_bronze
 from resolver.batch.read import ParsedBatch, read_wal2json
 from resolver.config.batch_options import BatchOptions, batch_options
 from resolver.config.tableschema import TableSchema, load_schemas
+from resolver.lake.catalog import LakeTable, check_names, lake_tables, register_names
 from resolver.lake.folders import Lake
 from resolver.lake.quarantine import write_quarantine, write_records
 from resolver.models import Format, IngestSummary, TableSummary
@@ -85,6 +86,7 @@ def ingest_batch(
     try:
         with step(spark, "ingest", "plan"):  # may refuse the batch: nothing is written yet
             plan = plan_batch(spark, batch.events, lake, schemas, options)
+            named = _catalog_names(spark, lake, plan, options)  # a name of another lake's: refused here
         with step(spark, "ingest", "read and count"):
             counts = batch.counts()
             open_from = batch.open_from
@@ -106,6 +108,10 @@ def ingest_batch(
             tables, bad = apply_tables(spark, BatchEvents(events, unseen), plan, options)
             # the values that did not fit their columns (their events applied with NULL there)
             unfit = write_records(spark, lake.quarantine, bad, batch.format.value)
+        if options.catalog is not None:
+            with step(spark, "ingest", "catalog"):
+                for name in register_names(spark, options.catalog, named):
+                    log.info("registered %s", name)
     finally:
         batch.unpersist()
     return IngestSummary(
@@ -121,6 +127,25 @@ def ingest_batch(
         tables=tables,
         open_from=open_from,
     )
+
+
+def _catalog_names(
+    spark: SparkSession, lake: Lake, plan: BatchPlan, options: BatchOptions
+) -> list[LakeTable]:
+    """The catalog names of the lake's tables this batch may write (none without ``options.catalog``),
+    checked: a name the catalog holds at another path fails the batch before anything is written."""
+    if options.catalog is None:
+        return []
+    from resolver.files.hadoop_files import HadoopFiles
+    from resolver.lake.folders import LOCAL_FOLDERS, silver_tables
+
+    held = silver_tables(lake.root, HadoopFiles(spark) if lake.uri else LOCAL_FOLDERS).values()
+    tables = {*held, *(t for t, layout in plan.layouts.items() if layout is not None)}
+    settings = options.settings
+    overrides = {t: settings(t).catalog_name if settings else None for t in tables}
+    named = lake_tables(lake, tables, overrides)
+    check_names(spark, options.catalog, named)
+    return named
 
 
 def _quarantine(

@@ -70,7 +70,7 @@ def add_changes(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "  resolver changes --lake lake --table public.orders --since 0/1932D58 --out o.csv --out-format csv",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    changes.add_argument("--lake", required=True, metavar="DIR", help="lake folder")
+    changes.add_argument("--lake", metavar="DIR", help="lake folder (without it, --table is a catalog name)")
     changes.add_argument(
         "--table", required=True, metavar="T", help='source table as PostgreSQL names it: public."Mixed Case"'
     )
@@ -103,17 +103,22 @@ def changes_command(args: argparse.Namespace) -> int:
         )
     if args.limit < 1:
         raise ConfigError(f"changes: found --limit {args.limit}, expected 1 or more")
-    if since.lsn is not None or args.history:
+    if args.lake is not None and (since.lsn is not None or args.history):
         history_table(args.lake, args.table)  # an unknown table: one line, with the lake's tables
     started = time.monotonic()
     print(f"resolver: changes of {args.table} since {since}", file=sys.stderr)
     spark = session(args)
+    lake, table = (args.lake, args.table)
+    if lake is None:  # the table's catalog name
+        from resolver.lake.catalog import locate
+
+        lake, table = locate(spark, args.table)
     if since.lsn is not None:
-        rows = changes_since_lsn(spark, args.lake, args.table, since.lsn)
+        rows = changes_since_lsn(spark, lake, table, since.lsn)
         order = ["__start_lsn", "__end_lsn"]
     else:
         assert since.version is not None
-        rows = changes_since_version(spark, args.lake, args.table, since.version, history=args.history)
+        rows = changes_since_version(spark, lake, table, since.version, history=args.history)
         order = ["_commit_version", "_change_type"]
     total = rows.count()
     if args.out is not None:

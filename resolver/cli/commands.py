@@ -56,12 +56,13 @@ def _add_as_of(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "  resolver as-of --lake lake --table public.orders --lsn 26425440 --out orders.csv --out-format csv",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    as_of.add_argument("--lake", required=True, metavar="DIR", help="lake folder")
+    as_of.add_argument("--lake", metavar="DIR", help="lake folder (without it, --table is a catalog name)")
     as_of.add_argument(
         "--table",
         required=True,
         metavar="T",
-        help='source table as PostgreSQL names it: public.orders, public."Mixed Case"',
+        help='source table as PostgreSQL names it: public.orders, public."Mixed Case"; without --lake, its '
+        "name in the lake's catalog: spark_catalog.cdc.public__orders",
     )
     when = as_of.add_mutually_exclusive_group(required=True)
     when.add_argument(
@@ -89,7 +90,9 @@ def _add_optimize(commands: argparse._SubParsersAction[argparse.ArgumentParser])
         "  resolver optimize --lake lake --table public.customers --table bronze/change_events",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    optimize.add_argument("--lake", required=True, metavar="DIR", help="lake folder")
+    optimize.add_argument(
+        "--lake", metavar="DIR", help="lake folder (without it, every --table is a catalog name)"
+    )
     _tables(optimize)
     _wait(optimize)
     add_spark_arguments(optimize)
@@ -109,7 +112,9 @@ def _add_vacuum(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "  resolver vacuum --lake lake --retain-hours 24 --force --table bronze/change_events",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    vacuum.add_argument("--lake", required=True, metavar="DIR", help="lake folder")
+    vacuum.add_argument(
+        "--lake", metavar="DIR", help="lake folder (without it, every --table is a catalog name)"
+    )
     vacuum.add_argument(
         "--retain-hours",
         type=float,
@@ -156,7 +161,7 @@ def _as_of(args: argparse.Namespace) -> int:
     from resolver.ops.timetravel import as_of, history_table, point
 
     at = point(time=args.time, lsn=args.lsn)  # every check first, before Spark starts
-    path = history_table(args.lake, args.table)
+    path = history_table(args.lake, args.table) if args.lake is not None else None
     if args.out_format is not None and args.out is None:
         raise ConfigError(
             f"as-of: found --out-format {args.out_format} without --out, expected both or neither"
@@ -166,9 +171,11 @@ def _as_of(args: argparse.Namespace) -> int:
             f"as-of: --out {args.out} exists, expected a new path (remove it or choose another)"
         )
     started = time.monotonic()
-    print(f"resolver: {args.table} as of {at} from {path}", file=sys.stderr)
     spark = session(args)
-    rows = as_of(spark, args.lake, args.table, time=at.time, lsn=at.lsn)
+    lake, table = (args.lake, args.table) if path is not None else _located(spark, args.table)
+    path = history_table(lake, table, spark)
+    print(f"resolver: {table} as of {at} from {path}", file=sys.stderr)
+    rows = as_of(spark, lake, table, time=at.time, lsn=at.lsn)
     total = rows.count()
     if args.out is not None:
         fmt = args.out_format or "parquet"
@@ -185,6 +192,13 @@ def _as_of(args: argparse.Namespace) -> int:
         print(f"{total} row(s) in {args.table} as of {at}{more}")
     print(f"elapsed {time.monotonic() - started:.1f} s", file=sys.stderr)
     return 0
+
+
+def _located(spark: SparkSession, name: str) -> tuple[str, str]:
+    """The lake and source table of a table's catalog name (``resolver.lake.catalog.locate``)."""
+    from resolver.lake.catalog import locate
+
+    return locate(spark, name)
 
 
 def _key(spark: SparkSession, path: str, columns: Sequence[str]) -> list[str]:
@@ -205,6 +219,23 @@ def _lake_and_tables(args: argparse.Namespace) -> tuple[SparkSession, list[str]]
     (a wrong name fails fast), a URI lake's through Spark's file systems once it runs."""
     from resolver.lake.lake_tables import select_tables
 
+    if args.lake is None:  # the tables by their catalog names: the lake is where they are
+        if not args.tables:
+            raise ConfigError(
+                f"{args.command}: found neither --lake nor --table, expected --lake DIR, or --table with the "
+                "tables' catalog names"
+            )
+        spark = session(args)
+        located = [_located(spark, name) for name in args.tables]
+        lakes = sorted({lake for lake, _ in located})
+        if len(lakes) > 1:
+            raise ConfigError(
+                f"{args.command}: found tables of {len(lakes)} lakes ({', '.join(lakes)}), expected one"
+            )
+        args.lake = lakes[0]
+        args.tables = [table for _, table in located]
+        if not is_uri(args.lake):
+            return spark, select_tables(args.lake, args.tables)
     if is_uri(args.lake):
         from resolver.files.hadoop_files import HadoopFiles
 

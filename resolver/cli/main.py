@@ -85,6 +85,11 @@ def _add_ingest(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="format of the files (default: detected from each file's first record)",
     )
     ingest.add_argument("--schemas", metavar="DIR", help="folder of per-table schema YAML files (optional)")
+    ingest.add_argument(
+        "--catalog",
+        metavar="CATALOG.SCHEMA",
+        help="register every table of the lake by name there (spark_catalog.cdc; docs/cluster.md)",
+    )
     ingest.add_argument("--json", action="store_true", help="print the summary as JSON (stdout)")
     _policy_arguments(ingest)
     add_spark_arguments(ingest)
@@ -202,6 +207,9 @@ def _ingest(args: argparse.Namespace) -> int:
     if not remote:  # fail fast on bad input or schema files, before starting Spark
         files = list_files(args.files)
         fmt = resolve_format(files, args.format)
+    from resolver.config.catalog_target import Catalog
+
+    catalog = Catalog.parse(args.catalog) if args.catalog else None
     schemas = None
     if args.schemas is not None:
         from resolver.config.tableschema import load_schemas
@@ -228,7 +236,8 @@ def _ingest(args: argparse.Namespace) -> int:
     from resolver.lake.lock import Taker, lake_lock
 
     with lake_lock(args.lake, Taker.of_session(f"ingest-{os.getpid()}", spark)):
-        summary = ingest(spark, files, args.lake, fmt, schemas, BatchOptions(policies=policies))
+        options = BatchOptions(policies=policies, catalog=catalog)
+        summary = ingest(spark, files, args.lake, fmt, schemas, options)
     unapplied = [t for t in summary.tables if t.error]
     for t in unapplied:  # their events are in bronze: the same files ingested again after the fix apply them
         print(f"resolver: table {t.table} not applied: {t.error}", file=sys.stderr)

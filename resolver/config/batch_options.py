@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from resolver.config.catalog_target import Catalog
 from resolver.config.pipeline import TableSettings
 from resolver.config.policy import Policies
 from resolver.formats.stitch_plan import CLOSED, ReadWindow
@@ -29,7 +30,8 @@ class BatchOptions:
     - ``on_table``: called with each table's summary as soon as the table is done;
     - ``window``: the batch's :class:`ReadWindow` in a stream read in pieces;
     - ``partitions``: partitions' names (shell patterns) -> the table their changes belong to, beside the
-      routes ``resolver capture`` recorded (``resolver.formats.partition_routes``).
+      routes ``resolver capture`` recorded (``resolver.formats.partition_routes``);
+    - ``catalog``: register the lake's tables by name there (``resolver.lake.catalog``; None: paths only).
     """
 
     policies: Policies = field(default_factory=Policies)
@@ -39,6 +41,7 @@ class BatchOptions:
     on_table: Callable[[TableSummary], None] | None = None
     window: ReadWindow = CLOSED
     partitions: Mapping[str, str] | None = None
+    catalog: Catalog | None = None
 
 
 def batch_options(options: object) -> BatchOptions:

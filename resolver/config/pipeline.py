@@ -43,6 +43,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from resolver.config.catalog_target import Catalog
 from resolver.config.kafka_config import KafkaSource
 from resolver.config.policy import Policies
 from resolver.config.yamlconfig import parse_yaml
@@ -91,6 +92,12 @@ class TableSettings(ResolverModel):
     )
     cluster_by_key: bool | None = Field(
         default=None, description="Cluster the snapshot and history by the key (Delta liquid clustering)"
+    )
+    catalog_name: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9]+(_[a-z0-9]+)*$",
+        description="The snapshot's name in the catalog (the history's: this plus __history), instead of "
+        "<schema>__<table>: lower-case letters and digits joined by single underscores",
     )
     schema_changes: SchemaChanges | None = Field(
         default=None,
@@ -227,6 +234,11 @@ class Pipeline(ResolverModel):
 
     source: Source
     lake: str = Field(min_length=1, description="Lake folder (created if missing)")
+    catalog: str | None = Field(
+        default=None,
+        description="Register every table of the lake by name in <catalog>.<schema> (or <schema>: the "
+        "session's current catalog) as external Delta tables (docs/cluster.md, Tables by name)",
+    )
     schemas: str | None = Field(default=None, description="Folder of <schema>.<table>.yaml files")
     max_files_per_batch: int = Field(100, ge=1, description="New files per batch")
     stream: StreamSettings = Field(default_factory=StreamSettings, description="Streaming mode settings")
@@ -243,6 +255,20 @@ class Pipeline(ResolverModel):
         description="Partitions' names (shell patterns on schema.table) -> the table their changes belong "
         "to, for landing files resolver capture did not write (it records its own)",
     )
+
+    @field_validator("catalog")
+    @classmethod
+    def _catalog(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                Catalog.parse(value)
+            except ConfigError as e:
+                raise ValueError(str(e).removeprefix("catalog: ")) from None
+        return value
+
+    @property
+    def catalog_target(self) -> Catalog | None:
+        return Catalog.parse(self.catalog) if self.catalog else None
 
     @field_validator("partitions")
     @classmethod

@@ -74,7 +74,7 @@ class _Commit:
 
 def changes(
     spark: SparkSession,
-    lake: str,
+    lake: str | None,
     table: str,
     *,
     version: int | None = None,
@@ -84,6 +84,7 @@ def changes(
     """Every change of ``table``'s snapshot (``history=True``: its history) since a Delta ``version`` (from
     that version on), or every version of its rows that began or ended after ``lsn`` (an int or
     PostgreSQL's ``'0/1932990'``; always the history table). Give exactly one of ``version`` and ``lsn``.
+    With ``lake`` None, ``table`` is the name the lake's catalog registered (``resolver.lake.catalog``).
 
     Example::
 
@@ -96,6 +97,10 @@ def changes(
     if (version is None) == (lsn is None):
         found = "both version and lsn" if version is not None else "neither version nor lsn"
         raise ConfigError(f"changes: found {found}, expected exactly one")
+    if lake is None:
+        from resolver.lake.catalog import locate
+
+        lake, table = locate(spark, table)
     if lsn is not None:
         return changes_since_lsn(spark, lake, table, lsn)
     assert version is not None

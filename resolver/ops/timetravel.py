@@ -146,7 +146,7 @@ def history_table(lake: str, table: str, spark: SparkSession | None = None) -> s
 
 def as_of(
     spark: SparkSession,
-    lake: str,
+    lake: str | None,
     table: str,
     *,
     time: datetime | str | None = None,
@@ -162,7 +162,8 @@ def as_of(
     PostgreSQL's commit timestamps (``docs/silver.md``) and finds nothing in a table whose stream had no
     timestamps. A point before the table's first commit gives no rows, a point after its last one the
     table as it is now. Raises ``ConfigError`` (one line) for an unknown table (with a "did you mean"),
-    both or neither of ``time`` and ``lsn``, or a bad LSN or time.
+    both or neither of ``time`` and ``lsn``, or a bad LSN or time. With ``lake`` None, ``table`` is the
+    name the lake's catalog registered (``spark_catalog.cdc.public__customers``, ``resolver.lake.catalog``).
 
     The DataFrame is lazy and unordered: one scan of the history table, in which Delta skips the files
     whose column statistics rule the point out.
@@ -176,6 +177,10 @@ def as_of(
         as_of(spark, "lake", "public.customers", time="2026-11-21 16:30:12.615").count()
     """
     at = point(time=time, lsn=lsn)
+    if lake is None:
+        from resolver.lake.catalog import locate
+
+        lake, table = locate(spark, table)
     history = spark.read.format("delta").load(history_table(lake, table, spark))
     columns = [c for c in history.columns if not c.startswith("__")] + ["__start_lsn", "__start_time"]
     return history.filter(at.live()).select(*[sql.col(c) for c in columns])

@@ -256,6 +256,7 @@ def _batch(
         on_table=on_table,
         window=ReadWindow(open_start=before is not None, open_end=True),
         partitions=pipeline.partitions,
+        catalog=pipeline.catalog_target,
     )
     result = ingest_batch(spark, read, lake, fmt, schemas, options)
     log.info(

@@ -11,6 +11,7 @@ the end.
 - ``kafka_broker``: a :class:`~tests.harness.kafka.KafkaBroker` (KRaft, about 8 s to start); tests use
   their own topic names (a broker keeps every topic until it stops).
 - ``s3_server``: an :class:`~tests.harness.s3.S3Server` (moto's); tests use their own buckets.
+- ``hive_metastore``: a :class:`~tests.harness.metastore.HiveMetastore` (Hive's Thrift server, Derby).
 
 If PostgreSQL or wal2json is missing the fixtures fail with a clear message; ``PGHARNESS_SKIP_MISSING=1``
 skips the tests that need them instead.
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.harness.kafka import KafkaBroker
+from tests.harness.metastore import HiveMetastore
 from tests.harness.postgres import PgDatabase, PgHarnessError, PgServer
 from tests.harness.s3 import S3Server
 
@@ -103,6 +105,16 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     pytest.importorskip("boto3")  # the [test] extra installs it (with moto[server])
     server = S3Server(tmp_path_factory.mktemp("moto") / "server.log")
     server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def hive_metastore(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HiveMetastore]:
+    server = HiveMetastore(tmp_path_factory.mktemp("metastore"))
+    server.start()  # stops what it started if it fails
     try:
         yield server
     finally:
