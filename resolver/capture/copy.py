@@ -120,7 +120,8 @@ def _in_processes(copy: TableCopy, chunks: list[Chunk], processes: int) -> list[
     and files on stdout), at most ``processes`` at once. Children of their own, not a multiprocessing pool:
     nothing of this process (its connections, its threads, a caller's script) is copied or run again."""
     done: dict[int, tuple[int, list[str]]] = {}
-    waiting, running = list(chunks), {}
+    waiting: list[Chunk] = list(chunks)
+    running: dict[int, subprocess.Popen[str]] = {}
     try:
         while waiting or running:
             while waiting and len(running) < processes:

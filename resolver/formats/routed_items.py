@@ -31,7 +31,7 @@ def route_items(
     truncates: list[tuple[Event | Fragment, dict[str, Any], str | None]] = []
     for item in items:
         row = item.row if isinstance(item, Event | Fragment) else None
-        if row is not None and row.get("operation") == "truncate":
+        if row is not None and row.get("operation") == "truncate" and isinstance(item, Event | Fragment):
             if truncates and truncates[0][1].get("change_lsn") != row.get("change_lsn"):
                 yield from _truncates(truncates)
                 truncates = []

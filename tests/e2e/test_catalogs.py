@@ -102,7 +102,10 @@ def test_every_table_of_the_lake_is_registered_by_name(
     (tmp_path / "landing").mkdir()
     for i, statements in enumerate((EVOLUTION_FIRST, EVOLUTION_SECOND)):
         pg_db.execute(statements)
-        write_lines(tmp_path / "landing" / f"000{i + 1}.json", pg_db.capture("cat", 2, consume=True))
+        bad = (
+            ['{"action": "I", "schema": "public", "table": "evo", "columns": '] if i == 0 else []
+        )  # quarantined
+        write_lines(tmp_path / "landing" / f"000{i + 1}.json", pg_db.capture("cat", 2, consume=True) + bad)
     lsn = pg_db.query("SELECT pg_current_wal_lsn()::text")[0][0]
     # one run, two batches: the second renames and widens (the tables are rewritten)
     ran = _child(tmp_path, "-m", "resolver", "run", str(_pipeline(tmp_path, "lake")), *conf)
@@ -115,6 +118,7 @@ def test_every_table_of_the_lake_is_registered_by_name(
         "public__evo": lake / "silver" / "public.evo",
         "public__evo__history": lake / "silver" / "public.evo__history",
         "resolver_bronze": lake / "bronze" / "change_events",
+        "resolver_quarantine": lake / "quarantine",
     }
     assert {n: Path(t["location"].removeprefix("file:")) for n, t in got["tables"].items()} == expected
     assert all(t["same"] for t in got["tables"].values()), got["tables"]
@@ -124,9 +128,9 @@ def test_every_table_of_the_lake_is_registered_by_name(
     assert columns["n"] == "bigint" and columns["amount"] == "decimal(14,4)", columns
     by_name, by_lake = got["as_of"]
     assert by_name == by_lake and len(by_name) == 3, got["as_of"]  # a header and two rows
-    if metastore == "server":  # a second lake naming the same schema: refused before it writes
-        other = _child(tmp_path, "-m", "resolver", "run", str(_pipeline(tmp_path, "other")), *conf)
-        assert other.returncode == 2, other.stderr[-3000:]
-        errors = [line for line in other.stderr.splitlines() if line.startswith("resolver: error:")]
-        assert len(errors) == 1 and "another lake is registered in that schema" in errors[0], other.stderr
-        assert not (tmp_path / "other" / "silver").exists() and not (tmp_path / "other" / "bronze").exists()
+    # a second lake naming the same schema: refused before it writes
+    other = _child(tmp_path, "-m", "resolver", "run", str(_pipeline(tmp_path, "other")), *conf)
+    assert other.returncode == 2, other.stderr[-3000:]
+    errors = [line for line in other.stderr.splitlines() if line.startswith("resolver: error:")]
+    assert len(errors) == 1 and "another lake is registered in that schema" in errors[0], other.stderr
+    assert not (tmp_path / "other" / "silver").exists() and not (tmp_path / "other" / "bronze").exists()
