@@ -219,6 +219,8 @@ def _rewrite(
     for f in rows.schema.fields:
         name = renames.get(f.name, f.name)
         typ = wanted.get(name, f.dataType)
+        if isinstance(f.dataType, T.StructType):  # a key struct: its fields renamed and widened, no more
+            typ = _reshaped(f.dataType, typ, renames)
         if name == f.name and typ == f.dataType:
             columns.append(F.col(sql.ident(f.name)))
             continue
@@ -244,3 +246,14 @@ def _rewrite(
             .save(path)
         )
     return True
+
+
+def _reshaped(have: T.StructType, target: T.DataType, renames: dict[str, str]) -> T.StructType:
+    """A key struct's type with its fields renamed and given ``target``'s types (fields ``target`` adds
+    are not added here: the struct's type follows the key's columns as before)."""
+    wanted = {f.name: f.dataType for f in target.fields} if isinstance(target, T.StructType) else {}
+    fields = []
+    for f in have.fields:
+        name = renames.get(f.name, f.name)
+        fields.append(T.StructField(name, wanted.get(name, f.dataType), f.nullable, f.metadata))
+    return T.StructType(fields)
