@@ -207,7 +207,7 @@ def _ingest(args: argparse.Namespace) -> int:
     if not remote:  # fail fast on bad input or schema files, before starting Spark
         files = list_files(args.files)
         fmt = resolve_format(files, args.format)
-    from resolver.config.catalog_target import Catalog
+    from resolver.catalog_target import Catalog
 
     catalog = Catalog.parse(args.catalog) if args.catalog else None
     schemas = None

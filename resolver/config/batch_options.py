@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from resolver.config.catalog_target import Catalog
+from resolver.catalog_target import Catalog
 from resolver.config.pipeline import TableSettings
 from resolver.config.policy import Policies
 from resolver.formats.stitch_plan import CLOSED, ReadWindow

@@ -43,7 +43,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from resolver.config.catalog_target import Catalog
+from resolver.catalog_target import Catalog
 from resolver.config.kafka_config import KafkaSource
 from resolver.config.policy import Policies
 from resolver.config.yamlconfig import parse_yaml

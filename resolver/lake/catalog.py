@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
-from resolver.config.catalog_target import Catalog
+from resolver.catalog_target import Catalog
 from resolver.errors import ConfigError
 from resolver.formats.names import split_qualified
 from resolver.lake.folders import TABLE_PROPERTY, Lake

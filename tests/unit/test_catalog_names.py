@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from resolver.config.catalog_target import Catalog
+from resolver.catalog_target import Catalog
 from resolver.errors import ConfigError
 from resolver.lake.catalog import catalog_name, lake_tables
 from resolver.lake.folders import Lake
