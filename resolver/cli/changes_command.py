@@ -5,20 +5,16 @@ prints the changes (or writes them with ``--out``) and a one-line count. This mo
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from dataclasses import dataclass
 
-from resolver.cli.printing import csv_ready, render, text_rows
+from resolver.cli.printing import add_output_arguments, check_output, print_or_write
 from resolver.cli.spark_options import add_spark_arguments, session
 from resolver.errors import ConfigError
 from resolver.lsn import format_lsn, parse_lsn
-from resolver.spark import sql
 
 __all__ = ["add_changes", "changes_command"]
-
-OUT_FORMATS = ("csv", "parquet", "delta", "json")
 
 
 @dataclass(frozen=True)
@@ -78,9 +74,7 @@ def add_changes(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     changes.add_argument(
         "--history", action="store_true", help="the history table's change feed (with --since VERSION)"
     )
-    changes.add_argument("--out", metavar="PATH", help="write every change to this new folder instead")
-    changes.add_argument("--out-format", choices=OUT_FORMATS, help="format of --out (default parquet)")
-    changes.add_argument("--limit", type=int, default=20, metavar="N", help="changes to print (default 20)")
+    add_output_arguments(changes, "changes", "in commit order")
     add_spark_arguments(changes)
 
 
@@ -93,16 +87,7 @@ def changes_command(args: argparse.Namespace) -> int:
         raise ConfigError(
             "changes: found --history with an LSN, expected it with a version (an LSN reads the history)"
         )
-    if args.out_format is not None and args.out is None:
-        raise ConfigError(
-            f"changes: found --out-format {args.out_format} without --out, expected both or neither"
-        )
-    if args.out is not None and os.path.exists(args.out):
-        raise ConfigError(
-            f"changes: --out {args.out} exists, expected a new path (remove it or choose another)"
-        )
-    if args.limit < 1:
-        raise ConfigError(f"changes: found --limit {args.limit}, expected 1 or more")
+    check_output(args)
     if args.lake is not None and (since.lsn is not None or args.history):
         history_table(args.lake, args.table)  # an unknown table: one line, with the lake's tables
     started = time.monotonic()
@@ -120,17 +105,7 @@ def changes_command(args: argparse.Namespace) -> int:
         assert since.version is not None
         rows = changes_since_version(spark, lake, table, since.version, history=args.history)
         order = ["_commit_version", "_change_type"]
-    total = rows.count()
-    if args.out is not None:
-        fmt = args.out_format or "parquet"
-        writer = csv_ready(rows).write.options(header="true", escape='"') if fmt == "csv" else rows.write
-        writer.format(fmt).save(args.out)
-        print(f"wrote {total} change(s) of {args.table} since {since} to {args.out} ({fmt})")
-    else:
-        shown = text_rows(rows.orderBy(*[sql.col(c) for c in order]).limit(args.limit))
-        for line in render(rows.columns, shown):
-            print(line)
-        more = f"; {len(shown)} shown (--limit {args.limit})" if len(shown) < total else ""
-        print(f"{total} change(s) of {args.table} since {since}{more}")
+    what = f"change(s) of {args.table} since {since}"
+    print_or_write(rows, args, order, what, what)
     print(f"elapsed {time.monotonic() - started:.1f} s", file=sys.stderr)
     return 0

@@ -16,11 +16,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from resolver.cli.printing import csv_ready, render, text_rows
+from resolver.cli.printing import add_output_arguments, check_output, print_or_write, render
 from resolver.cli.spark_options import add_spark_arguments, session
 from resolver.errors import ConfigError
 from resolver.paths import is_uri
-from resolver.spark import sql
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -28,8 +27,6 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 Handler = Callable[[argparse.Namespace], int]
-
-OUT_FORMATS = ("csv", "parquet", "delta", "json")
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> dict[str, Handler]:
@@ -69,11 +66,7 @@ def _add_as_of(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--time", metavar="TS", help="commit time, ISO; UTC unless it has an offset ('2026-11-21 16:30:12')"
     )
     when.add_argument("--lsn", metavar="LSN", help="commit LSN, '0/1932D58' or a decimal integer")
-    as_of.add_argument("--out", metavar="PATH", help="write every row to this new folder instead of printing")
-    as_of.add_argument("--out-format", choices=OUT_FORMATS, help="format of --out (default parquet)")
-    as_of.add_argument(
-        "--limit", type=_count, default=20, metavar="N", help="rows to print, ordered by key (default 20)"
-    )
+    add_output_arguments(as_of, "rows", "ordered by key")
     add_spark_arguments(as_of)
 
 
@@ -162,34 +155,15 @@ def _as_of(args: argparse.Namespace) -> int:
 
     at = point(time=args.time, lsn=args.lsn)  # every check first, before Spark starts
     path = history_table(args.lake, args.table) if args.lake is not None else None
-    if args.out_format is not None and args.out is None:
-        raise ConfigError(
-            f"as-of: found --out-format {args.out_format} without --out, expected both or neither"
-        )
-    if args.out is not None and os.path.exists(args.out):
-        raise ConfigError(
-            f"as-of: --out {args.out} exists, expected a new path (remove it or choose another)"
-        )
+    check_output(args)
     started = time.monotonic()
     spark = session(args)
     lake, table = (args.lake, args.table) if path is not None else _located(spark, args.table)
     path = history_table(lake, table, spark)
     print(f"resolver: {table} as of {at} from {path}", file=sys.stderr)
     rows = as_of(spark, lake, table, time=at.time, lsn=at.lsn)
-    total = rows.count()
-    if args.out is not None:
-        fmt = args.out_format or "parquet"
-        writer = csv_ready(rows).write.options(header="true", escape='"') if fmt == "csv" else rows.write
-        writer.format(fmt).save(args.out)
-        print(f"wrote {total} row(s) of {args.table} as of {at} to {args.out} ({fmt})")
-    else:
-        shown = text_rows(
-            rows.orderBy(*[sql.col(k) for k in _key(spark, path, rows.columns)]).limit(args.limit)
-        )
-        for line in render(rows.columns, shown):
-            print(line)
-        more = f"; {len(shown)} shown (--limit {args.limit})" if len(shown) < total else ""
-        print(f"{total} row(s) in {args.table} as of {at}{more}")
+    written, printed = f"row(s) of {args.table} as of {at}", f"row(s) in {args.table} as of {at}"
+    print_or_write(rows, args, _key(spark, path, rows.columns), written, printed)
     print(f"elapsed {time.monotonic() - started:.1f} s", file=sys.stderr)
     return 0
 

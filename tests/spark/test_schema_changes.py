@@ -20,10 +20,8 @@ from resolver.tablelayout import Column_, TableLayout
 pytestmark = pytest.mark.spark
 
 
-def _changed(spark: SparkSession, path: str, changes: SchemaChanges) -> DeltaTable:
-    spark.createDataFrame(
-        [(1, 10, "a@x", (1,)), (2, 20, "b@x", (2,))], "id int, n int, mail string, __key struct<id:int>"
-    ).write.format("delta").option("delta.enableChangeDataFeed", "true").save(path)
+def _open(spark: SparkSession, path: str, changes: SchemaChanges) -> DeltaTable:
+    """The table at ``path`` opened by a batch whose layout renames mail to email and widens id and n."""
     layout = TableLayout(
         "public.t",
         (Column_("id", "bigint"), Column_("n", "bigint"), Column_("email", "string")),
@@ -35,6 +33,13 @@ def _changed(spark: SparkSession, path: str, changes: SchemaChanges) -> DeltaTab
     source = T.StructType([T.StructField(c.name, T._parse_datatype_string(c.type)) for c in layout.columns])  # noqa: SLF001
     target = T.StructType([*source.fields, T.StructField("__key", key)])
     return tables._open(spark, path, tables._Spec(target, {}, ""), source, layout, changes)  # noqa: SLF001
+
+
+def _changed(spark: SparkSession, path: str, changes: SchemaChanges) -> DeltaTable:
+    spark.createDataFrame(
+        [(1, 10, "a@x", (1,)), (2, 20, "b@x", (2,))], "id int, n int, mail string, __key struct<id:int>"
+    ).write.format("delta").option("delta.enableChangeDataFeed", "true").save(path)
+    return _open(spark, path, changes)
 
 
 def test_a_rename_and_a_widening_are_rewritten_by_default(spark: SparkSession, tmp_path: Path) -> None:
@@ -77,15 +82,5 @@ def _changed_again(spark: SparkSession, table: DeltaTable) -> int:
     """Commits a second open with the same layout makes."""
     path = table.detail().first()["location"]  # type: ignore[index]
     before = table.history(1).first()["version"]  # type: ignore[index]
-    layout = TableLayout(
-        "public.t",
-        (Column_("id", "bigint"), Column_("n", "bigint"), Column_("email", "string")),
-        ("id",),
-        renames=(("mail", "email"),),
-    )
-    source = T.StructType([T.StructField(c.name, T._parse_datatype_string(c.type)) for c in layout.columns])  # noqa: SLF001
-    target = T.StructType(
-        [*source.fields, T.StructField("__key", T.StructType([T.StructField("id", T.LongType())]))]
-    )
-    again = tables._open(spark, path, tables._Spec(target, {}, ""), source, layout, SchemaChanges.REWRITE)  # noqa: SLF001
+    again = _open(spark, path, SchemaChanges.REWRITE)
     return int(again.history(1).first()["version"]) - int(before)  # type: ignore[index]
