@@ -123,7 +123,7 @@ class AppendBatch:
             F.lit(None).cast(key_t).alias("__moved_to"),
         )
 
-    def write_history(self, versions: DataFrame, affected: Affected) -> int:
+    def write_history(self, versions: DataFrame, changes: DataFrame, affected: Affected) -> int:
         """Append the versions to the history; the rows are counted on their way in."""
         assert self.tables.history is not None  # apply_table writes only the silver tables the table keeps
         with step(self.spark, self.layout.table, "history append"):

@@ -114,11 +114,11 @@ def write_silver(
     query's planning) overlaps the other's Spark jobs. A failure of either fails the batch, as before; a
     run cut short between them is completed by applying the batch again, whichever committed."""
     if tables.history is None or tables.snapshot is None:
-        h_total = steps.write_history(versions, affected) if tables.history is not None else None
+        h_total = steps.write_history(versions, changes, affected) if tables.history is not None else None
         written = steps.write_snapshot(versions, changes, affected) if tables.snapshot is not None else {}
         return h_total, written
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="history") as side:
-        history = side.submit(steps.write_history, versions, affected)
+        history = side.submit(steps.write_history, versions, changes, affected)
         try:
             written = steps.write_snapshot(versions, changes, affected)
         finally:

@@ -81,6 +81,7 @@ def _measured(rows: DataFrame, layout: TableLayout) -> tuple[DataFrame, Observat
         f"exploded {layout.table}",
         F.count(F.when(is_move(), 1)).alias("moves"),
         F.count(F.when(F.col("__op") == "update", 1)).alias("updates"),
+        F.count(F.when((F.col("__op") == "update") & _lacking(layout), 1)).alias("partial"),
         F.coalesce(F.sum(F.size(F.coalesce("__bad", F.array()))), F.lit(0)).alias("bad"),
         F.count(F.when(F.col("__key").isNotNull() | F.col("__old_key").isNotNull(), 1)).alias("named"),
         *[agg for i, k in enumerate(_bounded(layout)) for agg in _range_aggs(i, k)],
@@ -97,7 +98,18 @@ def _exploded(rows: DataFrame, observed: Observation, layout: TableLayout) -> Ex
         bounded = _bounded(layout)
         ranges = [(k, got[f"lo{i}"], got[f"hi{i}"], bool(got[f"null{i}"])) for i, k in enumerate(bounded)]
     rescanned = {name: value for name, value in got.items() if name.startswith("rescan")}
-    return Exploded(rows, int(got["moves"]), int(got["bad"]), int(got["updates"]), ranges, rescanned)
+    return Exploded(
+        rows, int(got["moves"]), int(got["bad"]), int(got["updates"]), int(got["partial"]), ranges, rescanned
+    )
+
+
+def _lacking(layout: TableLayout) -> Column:
+    """Whether a row lacks a column of the layout other than the key's (its ``__present`` does not name
+    it)."""
+    if not layout.value_names:
+        return F.lit(False)
+    wanted = F.array(*[F.lit(c) for c in layout.value_names])
+    return F.size(F.array_except(wanted, F.col("__present"))) > 0
 
 
 def _bounded(layout: TableLayout) -> list[str]:

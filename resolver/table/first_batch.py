@@ -79,7 +79,7 @@ class FirstBatch:
         """The versions of every key the batch names (``resolve_affected``)."""
         return resolve_affected(changes, self.layout, affected)
 
-    def write_history(self, versions: DataFrame, affected: Affected) -> int:
+    def write_history(self, versions: DataFrame, changes: DataFrame, affected: Affected) -> int:
         """Append the versions to the empty history; the rows written are counted on their way in (an
         observed metric of the append, no job of its own)."""
         assert self.tables.history is not None  # apply_table writes only the silver tables the table keeps

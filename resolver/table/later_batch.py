@@ -33,6 +33,14 @@ from resolver.table.affected import (
     resolve_affected,
     seeded_changes,
 )
+from resolver.table.continuation import (
+    batch_alone_suffices,
+    batch_rows,
+    continued_rows,
+    first_touches,
+    merge_continued_snapshot,
+    merge_continuing,
+)
 from resolver.table.exploded import counting_moves, each_event_once, explode_batch
 from resolver.table.key_ranges import keys_of, range_sql
 from resolver.table.merge import (
@@ -66,7 +74,8 @@ class LaterBatch:
     def store(self, events: BatchEvents, exploded: Exploded) -> Stored:
         """Explode the batch and add its new rows to the change store, with the truncates a new table kept.
         When the lake held none of the batch's events (``events.unseen``: bronze took them all as new, and the
-        store only ever holds events bronze took before), they are appended blindly; otherwise by
+        store only ever holds events bronze took before), or every event is newer than all the store holds
+        (``_newer_than_held``), they are appended blindly; otherwise by
         ``delta.insert_new`` on (commit LSN, position), bounded by the batch's LSN range, which skips those
         held already. A store that fell behind (``Marker.behind``: batches appended to the silver tables
         only) catches up from bronze first."""
@@ -80,7 +89,7 @@ class LaterBatch:
             if pending is not None:
                 batch, adopted = batch.unionByName(pending), True
         moved = None
-        if events.unseen:
+        if events.unseen or self._newer_than_held(caught):
             counted, moves = counting_moves(batch)
             with step(spark, name, "store append"):
                 inserted, version = True, delta.append(store, self.tables.paths.changes, counted)
@@ -103,6 +112,19 @@ class LaterBatch:
             and not (self.tables.whole or adopted or layout.rescan or layout.schema_log)
         )  # every event of the batch is in the store, and the silver tables hold all the store has
         return Stored(exploded, store.toDF(), version, adopted, flags_hold, done, moved)
+
+    def _newer_than_held(self, caught: int) -> bool:
+        """Whether no event of the batch can be in the store already, from the marker alone: it still
+        describes the store (``caught``: the commits the catch-up just made, of events the marker counted),
+        it knows the store's newest keyed commit LSN, and every event of the batch is newer (a truncate,
+        which has no key, is held apart from that LSN: a batch that brings one is looked up). A library
+        call's batch (no bronze to tell new events) then appends as a batch bronze took does."""
+        marker, lo = self.layout.state.marker, self.meta.lo
+        if self.meta.truncates or lo is None or not marker.flags_known:
+            return False
+        if not marker.fresh(delta.version(self.tables.store) - caught):
+            return False
+        return marker.lsn is None or int(lo) > marker.lsn
 
     def _catch_up(self) -> int:
         """Add the events the store fell behind on (``Marker.behind``) from bronze: the table's events in
@@ -142,6 +164,10 @@ class LaterBatch:
         order), their current rows in the snapshot with the batch's own rows, so that the read and the
         resolution grow with the batch, not with the keys' past."""
         snapshot = self.tables.snapshot
+        if batch_alone_suffices(affected, self.layout, stored.exploded, self.tables):
+            log.debug("%s: resolved from the batch's own rows alone", self.layout.table)
+            affected.alone = True
+            return batch_rows(stored.exploded.rows, self.layout)
         if snapshot is not None and current_rows_suffice(affected, self.layout, self.tables):
             log.debug("%s: the affected keys' current rows read from the snapshot", self.layout.table)
             return seeded_changes(stored.exploded.rows, snapshot.toDF(), affected, self.layout)
@@ -151,7 +177,7 @@ class LaterBatch:
         """The affected keys' versions (``resolve_affected``)."""
         return resolve_affected(changes, self.layout, affected)
 
-    def write_history(self, versions: DataFrame, affected: Affected) -> int:
+    def write_history(self, versions: DataFrame, changes: DataFrame, affected: Affected) -> int:
         """Make the history hold ``versions`` for the affected keys; returns the rows written. A batch whose
         every event is newer than all the table held (the common case) only closes open versions and opens
         new ones: one MERGE straight from the versions. Otherwise (late events, a truncate or a new key
@@ -160,6 +186,11 @@ class LaterBatch:
         spark, name, layout, history = self.spark, self.layout.table, self.layout, self.tables.history
         assert history is not None  # apply_table writes only the silver tables the table keeps
         cols = history.toDF().columns
+        if affected.alone:
+            with step(spark, name, "history merge"):
+                firsts = first_touches(changes, list(layout.key))
+                written = merge_continuing(history, versions, firsts, layout, affected.ranges)
+            return sum(written.values())
         if affected.after_held and affected.nodes is not None and self.meta.lo is not None:
             with step(spark, name, "history merge"):
                 written = merge_versions(
@@ -195,6 +226,9 @@ class LaterBatch:
             if affected.nodes is None:
                 current = versions.filter("__is_current").select(*[sql.col(c) for c in cols])
                 return replace_snapshot(snapshot, current, key, cols)
+            if affected.alone:
+                rows = continued_rows(versions, first_touches(changes, key), key, cols)
+                return merge_continued_snapshot(snapshot, rows, self.layout, affected.ranges)
             if affected.after_held:
                 rows = newest_rows(versions, key, cols)
             else:

@@ -95,10 +95,20 @@ def merge_snapshot(
     differs or is inserted, and a gone one deletes it. The condition bounds the target by ``ranges``.
     Returns the rows inserted, updated and deleted, as ``merge_changes``."""
     same = " AND ".join(f"t.{sql.ident(c)} <=> s.{sql.ident(c)}" for c in cols)
+    return merge_snapshot_rows(
+        target, rows, _on(ranges, key), update=f"NOT s.__gone AND NOT ({same})", cols=cols
+    )
+
+
+def merge_snapshot_rows(
+    target: DeltaTable, rows: DataFrame, on: str, *, update: str, cols: list[str]
+) -> dict[str, int]:
+    """``merge_snapshot`` on the condition ``on`` with the update condition ``update``: a gone row
+    (``__gone``) deletes the key's row, a matched one is updated on ``update``, any other is inserted."""
     return _merge(
-        target.alias("t").merge(rows.alias("s"), _on(ranges, key)),
+        target.alias("t").merge(rows.alias("s"), on),
         delete="s.__gone",
-        update=f"NOT s.__gone AND NOT ({same})",
+        update=update,
         insert="NOT s.__gone",
         cols=cols,
     )
@@ -161,6 +171,18 @@ def merge_versions(
     return _merge(builder, delete=None, update=f"NOT ({same})", insert=None, cols=cols)
 
 
+def merge_rows(
+    target: DeltaTable, source: DataFrame, on: str, *, update: list[str], insert: str, cols: list[str]
+) -> dict[str, int]:
+    """One MERGE of ``source`` (alias ``s``) into ``target`` (alias ``t``) on ``on``: a matched row takes the
+    source's ``update`` columns, an unmatched source row whose ``insert`` condition holds is inserted with
+    ``cols``. Returns what it inserted and updated, as ``merge_changes``."""
+    setting: dict[str, str | Column] = {sql.ident(c): f"s.{sql.ident(c)}" for c in update}
+    values: dict[str, str | Column] = {sql.ident(c): f"s.{sql.ident(c)}" for c in cols}
+    builder = target.alias("t").merge(source.alias("s"), on).whenMatchedUpdate(set=setting)
+    return _run(builder.whenNotMatchedInsert(insert, values))
+
+
 def _on(ranges: list[KeyRange], key: list[str]) -> str:
     """A MERGE condition: the key columns equal null-safely, the target bounded by ``ranges``."""
     return " AND ".join([*range_sql(ranges, "t."), *[f"t.{sql.ident(k)} <=> s.{sql.ident(k)}" for k in key]])
@@ -174,7 +196,11 @@ def _merge(
     values: dict[str, str | Column] = {sql.ident(c): f"s.{sql.ident(c)}" for c in cols}
     if delete is not None:
         builder = builder.whenMatchedDelete(delete)
-    builder = builder.whenMatchedUpdate(update, values).whenNotMatchedInsert(insert, values)
+    return _run(builder.whenMatchedUpdate(update, values).whenNotMatchedInsert(insert, values))
+
+
+def _run(builder: Any) -> dict[str, int]:
+    """Execute a MERGE ``builder``; returns what it inserted, updated and deleted."""
     with lake_writes(_session(builder)):
         result = builder.execute().first()
     got = result.asDict() if result is not None else {}

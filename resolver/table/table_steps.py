@@ -44,6 +44,7 @@ class Exploded:
     moves: int  # rows that change their key (an event the batch holds twice counts twice)
     bad: int  # values that did not fit their column (one per line that carried it)
     updates: int  # rows that update a row (an event the batch holds twice counts twice)
+    partial: int  # updates that lack a column of the layout (a value the row carries from before)
     ranges: list[KeyRange]  # each integral, string or date key column's range among the keys named
     # the rows' first insert lacking each column of ``layout.rescan`` (``resolver.table.store``'s
     # ``rescan_aggregates``, by their names)
@@ -82,6 +83,9 @@ class Affected:
     newest_known: bool = False  # whether ``newest`` is known (the marker records it)
     moves: int | None = None  # how many key changes the changes hold, when known (a first batch's own)
     has_updates: bool = True  # False: the changes hold no update (a first batch of inserts and deletes)
+    # the versions come from the batch's own rows alone (``resolver.table.continuation``): the silver
+    # tables' held rows are continued by the MERGEs, not read first
+    alone: bool = False
 
 
 @dataclass
@@ -134,7 +138,7 @@ class TableSteps(Protocol):
         """The affected keys' versions from their changes, as both silver tables take them."""
         ...
 
-    def write_history(self, versions: DataFrame, affected: Affected) -> int:
+    def write_history(self, versions: DataFrame, changes: DataFrame, affected: Affected) -> int:
         """Make the history hold ``versions`` for the affected keys; the rows written."""
         ...
 

@@ -431,6 +431,69 @@ def test_a_batch_that_continues_the_table_is_resolved_from_its_current_rows(
     _check(spark, lake, expected)
 
 
+def _alone(caplog: pytest.LogCaptureFixture) -> set[str]:
+    """The tables resolved from the batch's own rows alone (``resolver.table.continuation``)."""
+    said = [r.getMessage() for r in caplog.records if r.name == "resolver.table.later_batch"]
+    return {m.split(":")[0] for m in said if m.endswith("the batch's own rows alone")}
+
+
+@pytest.mark.spark
+def test_a_batch_of_whole_rows_that_continues_the_table_is_resolved_from_its_own_rows(
+    spark: SparkSession, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A batch that continues what the table holds and whose updates carry every column is resolved from
+    its own rows alone, the held rows continued by the MERGEs (``resolver.table.continuation``), and gives
+    the reference's rows: an update to the values the row has (the held version extended, no new one), in
+    a transaction of its own and followed by a change; a hot key with a version per transaction and two
+    updates in one; a key only deleted; a delete and a re-insert in one transaction; a delete and a
+    re-insert of the same values in two; an update of a deleted key; NULL values; a composite text key."""
+    first = [
+        event(ONE, "insert", 10, 0, one(1, "x", "1")),
+        event(ONE, "insert", 10, 1, one(2, "y", None)),
+        event(ONE, "insert", 10, 2, one(3, "z", "3")),
+        event(ONE, "insert", 10, 3, one(5, "e", "5")),
+        event(ONE, "insert", 10, 4, one(6, "f", "6")),
+        event(TWO, "insert", 10, 5, two(1, "a", v="p", w="q")),
+        event(TWO, "insert", 20, 1, two(2, "b", v="r", w=None)),
+        event(ONE, "delete", 30, 0, None, {"id": "3"}),
+    ]
+    second = [
+        event(ONE, "update", 50, 0, one(2, "y", None)),  # the values it has: the version goes on
+        event(ONE, "update", 60, 0, one(5, "e", "5")),  # the values it has, then a change
+        event(ONE, "update", 65, 0, one(5, "e2", "5")),
+        event(TWO, "update", 60, 1, two(1, "a", v="p", w="q2")),
+        *[event(ONE, "update", lsn, 0, one(1, f"h{lsn}", "1")) for lsn in (70, 80, 90)],
+        event(TWO, "delete", 70, 1, None, {"k1": "2", "k2": "b"}),
+        event(ONE, "update", 100, 0, one(1, "t1", "1")),
+        event(ONE, "update", 100, 1, one(1, "t1", "6")),
+        event(ONE, "delete", 110, 0, None, {"id": "2"}),
+        event(ONE, "insert", 110, 1, one(2, "again", None)),
+        event(ONE, "update", 120, 0, one(3, "back", None)),
+        event(ONE, "insert", 130, 0, one(4, "new", "4")),
+        event(ONE, "delete", 130, 1, None, {"id": "6"}),
+    ]
+    third = [
+        event(ONE, "delete", 140, 0, None, {"id": "4"}),
+        event(ONE, "insert", 150, 0, one(4, "new", "4")),  # what it was before the delete
+        event(TWO, "update", 140, 1, two(1, "a", v="p", w="q2")),
+    ]
+    caplog.set_level(logging.DEBUG, logger="resolver.table.later_batch")
+    lake = tmp_path / "in-order"
+    _apply(spark, [first], lake)
+    for batch in (second, third):
+        caplog.clear()
+        _apply(spark, [batch], lake)
+        assert _alone(caplog) == {ONE.name, TWO.name}
+    expected = resolve(first + second + third, KEYS)
+    assert [(v["id"], v["a"], v["n"]) for v in expected[ONE.name].snapshot] == [
+        ("1", "t1", "6"), ("2", "again", None), ("3", "back", None), ("4", "new", "4"), ("5", "e2", "5"),
+    ]  # fmt: skip
+    assert sum(v["id"] == "2" for v in expected[ONE.name].history) == 2  # one kept on, one re-inserted
+    assert sum(v["id"] == "5" for v in expected[ONE.name].history) == 2
+    assert sum(v["id"] == "1" for v in expected[ONE.name].history) == 5
+    _check(spark, lake, expected)
+
+
 @pytest.mark.spark
 def test_a_snapshot_kept_from_a_later_batch_on_holds_every_row(
     spark: SparkSession, tmp_path: Path, caplog: pytest.LogCaptureFixture
