@@ -19,15 +19,14 @@ from pyspark.sql import functions as F
 from resolver.spark import sql
 from resolver.table.key_ranges import KeyRange, range_sql
 from resolver.table.merge import merge_rows, merge_snapshot_rows
-from resolver.table.resolve import MAX_LSN
+from resolver.table.resolve import MAX_LSN, Holds, resolve_versions
 from resolver.table.table_steps import Affected, BatchTables, Exploded
 from resolver.tablelayout import TableLayout
 
 __all__ = [
     "batch_alone_suffices",
-    "batch_rows",
     "continued_rows",
-    "first_touches",
+    "continued_versions",
     "merge_continued_snapshot",
     "merge_continuing",
 ]
@@ -54,25 +53,35 @@ def batch_alone_suffices(
     )
 
 
-def batch_rows(rows: DataFrame, layout: TableLayout) -> DataFrame:
-    """The batch's change rows (``rows``, exploded) as the resolution and the MERGEs read them, materialized
-    apart from the explode's cached rows (a MERGE refuses a source whose cached parts change while it runs,
-    and the explode's cache is let go of as other tables finish)."""
-    kept = ["__lsn", "__pos", "__op", "__time", "__key", "__old_key", "__present"]
-    return rows.select(*kept, *[sql.col(c) for c in layout.names]).localCheckpoint(eager=True)
-
-
-def first_touches(rows: DataFrame, key: list[str]) -> DataFrame:
-    """Per key the batch's rows name (no key changes among them: an event names one key), its first
-    transaction's commit LSN and time (``__first_lsn``, ``__first_time``)."""
+def continued_versions(changes: DataFrame, layout: TableLayout, affected: Affected) -> DataFrame:
+    """The batch's versions resolved from its own rows (``changes``), each with its ``__kind`` (``first``:
+    it starts at its key's first transaction in the batch, so it may continue the version held; ``next``),
+    and per key a ``close`` row: the end its open version takes at that transaction (``__end_lsn``,
+    ``__end_time``, ``__is_deleted`` when the transaction left the key gone) with the first version's
+    values to compare with. Materialized: both MERGEs read it, and nothing else is computed for them."""
+    key = list(layout.key)
+    holds = Holds(moves=False, truncates=False, longest=0, updates=affected.has_updates)
+    versions, _ = resolve_versions(changes, layout, holds)
+    cols = versions.columns
     named = F.coalesce(F.col("__key"), F.col("__old_key"))
     first = F.min_by(F.struct("__lsn", "__time"), F.struct("__lsn", "__pos"))
-    grouped = rows.groupBy(*[named.getField(k).alias(k) for k in key]).agg(first.alias("__f"))
-    return grouped.select(
-        *[sql.col(k) for k in key],
-        F.col("__f.__lsn").alias("__first_lsn"),
-        F.col("__f.__time").alias("__first_time"),
+    firsts = changes.groupBy(*[named.getField(k).alias(k) for k in key]).agg(first.alias("f"))
+    at_first = [*_on_key("v", "f", key), F.col("v.__start_lsn") == F.col("f.f.__lsn")]
+    # each version, and each key with the version that starts at its first transaction (if any)
+    joined = versions.alias("v").join(firsts.hint("merge").alias("f"), at_first, "full_outer")
+    opens = F.col("f.f").isNotNull() & F.col("v.__start_lsn").isNotNull()
+    kept = joined.filter(F.col("v.__start_lsn").isNotNull()).select(
+        *[sql.col("v", c).alias(c) for c in cols], F.when(opens, "first").otherwise("next").alias("__kind")
     )
+    closing = joined.filter(F.col("f.f").isNotNull()).select(
+        *[sql.col("f", c).alias(c) if c in key else sql.col("v", c).alias(c) for c in layout.names],
+        F.col("f.f.__lsn").alias("__end_lsn"),
+        F.col("f.f.__time").alias("__end_time"),
+        F.lit(False).alias("__is_current"),
+        F.col("v.__start_lsn").isNull().alias("__is_deleted"),
+        F.lit("close").alias("__kind"),
+    )
+    return kept.unionByName(closing, allowMissingColumns=True).localCheckpoint(eager=True)
 
 
 def _on_key(left: str, right: str, key: list[str]) -> list[Column]:
@@ -82,34 +91,14 @@ def _on_key(left: str, right: str, key: list[str]) -> list[Column]:
 
 
 def merge_continuing(
-    target: DeltaTable, versions: DataFrame, firsts: DataFrame, layout: TableLayout, ranges: list[KeyRange]
+    target: DeltaTable, source: DataFrame, layout: TableLayout, ranges: list[KeyRange]
 ) -> dict[str, int]:
-    """One MERGE making the history ``target`` hold the batch's ``versions`` (resolved from its own rows)
-    after what it held: the batch's versions are inserted, and each key's open version is closed at the
-    key's first transaction in the batch (``firsts``, ``first_touches``), or extended by the batch's first
-    version when the two are equal (that version is then not inserted). Returns what it inserted and
-    updated."""
+    """One MERGE making the history ``target`` hold the batch's versions after what it held
+    (``source``: ``continued_versions``): the batch's versions are inserted, and each key's open version is
+    closed at the key's first transaction in the batch, or extended by the batch's first version when the
+    two are equal (that version is then not inserted). Returns what it inserted and updated."""
     key, cols = list(layout.key), target.toDF().columns
     values = [c for c in layout.names if c not in key]
-    # each key's version that starts at its first transaction (none: that transaction left it gone)
-    at = firsts.alias("f").join(
-        versions.alias("v"),
-        [*_on_key("f", "v", key), F.col("f.__first_lsn") == F.col("v.__start_lsn")],
-        "left",
-    )
-    first = F.col("v.__start_lsn").isNotNull()
-    kind = F.when(F.col("v.__start_lsn") == F.col("f.__first_lsn"), "first").otherwise("next")
-    new = versions.alias("v").join(firsts.alias("f"), _on_key("v", "f", key), "left")
-    new = new.select(*[sql.col("v", c).alias(c) for c in cols], kind.alias("__kind"))
-    closing = at.select(
-        *[sql.col("f", c).alias(c) if c in key else sql.col("v", c).alias(c) for c in layout.names],
-        F.col("f.__first_lsn").alias("__end_lsn"),
-        F.col("f.__first_time").alias("__end_time"),
-        F.lit(False).alias("__is_current"),
-        (~first).alias("__is_deleted"),
-        F.lit("close").alias("__kind"),
-    )
-    source = new.unionByName(closing, allowMissingColumns=True)
     same = " AND ".join(f"t.{sql.ident(c)} <=> s.{sql.ident(c)}" for c in values) or "TRUE"
     on = " AND ".join(
         [
@@ -123,28 +112,25 @@ def merge_continuing(
     return merge_rows(target, source, on, update=list(ends), insert="s.__kind <> 'close'", cols=cols)
 
 
-def continued_rows(versions: DataFrame, firsts: DataFrame, key: list[str], cols: list[str]) -> DataFrame:
-    """What ``merge_continued_snapshot`` makes the snapshot hold for a batch resolved from its own rows:
-    each key's newest version in the batch (gone unless it is current; ``__first``: the version starts at
-    the key's first transaction in the batch, so it may continue the row held), and each key the batch only
-    deleted, gone."""
+def continued_rows(source: DataFrame, key: list[str], cols: list[str]) -> DataFrame:
+    """What ``merge_continued_snapshot`` makes the snapshot hold for a batch resolved from its own rows
+    (``source``: ``continued_versions``): per key, its newest version in the batch (gone unless it is
+    current; ``__first``: the version starts at the key's first transaction in the batch, so it may
+    continue the row held), or gone when the batch left it no version. One grouping, run by the MERGE."""
     kept = [c for c in cols if c not in key]
-    last = F.struct(*[sql.col(c) for c in kept], (~F.col("__is_current")).alias("__gone"))
-    newest = versions.groupBy(*[sql.col(k) for k in key]).agg(F.max_by(last, "__start_lsn").alias("__n"))
-    newest = newest.alias("n").join(firsts.alias("f"), _on_key("n", "f", key), "left")
-    newest = newest.select(
-        *[sql.col("n", c).alias(c) if c in key else sql.col("__n", c).alias(c) for c in cols],
-        F.col("__n.__gone"),
-        (F.col("__n.__start_lsn") == F.col("f.__first_lsn")).alias("__first"),
+    version = F.col("__kind") != "close"
+    last = F.struct(
+        *[sql.col(c) for c in kept],
+        (~F.col("__is_current")).alias("__gone"),
+        (F.col("__kind") == "first").alias("f"),
     )
-    types = dict(versions.select(*[sql.col(c) for c in cols]).dtypes)
-    gone = firsts.alias("f").join(versions.alias("v"), _on_key("f", "v", key), "left_anti")
-    gone = gone.select(
-        *[sql.col(c) if c in key else F.lit(None).cast(types[c]).alias(c) for c in cols],
-        F.lit(True).alias("__gone"),
-        F.lit(False).alias("__first"),
+    newest = F.max_by(F.when(version, last), F.when(version, F.col("__start_lsn")))
+    grouped = source.groupBy(*[sql.col(k) for k in key]).agg(newest.alias("__n"))
+    return grouped.select(
+        *[sql.col(c) if c in key else sql.col("__n", c).alias(c) for c in cols],
+        F.coalesce(F.col("__n.__gone"), F.lit(True)).alias("__gone"),
+        F.coalesce(F.col("__n.f"), F.lit(False)).alias("__first"),
     )
-    return newest.unionByName(gone)
 
 
 def merge_continued_snapshot(

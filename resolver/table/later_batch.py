@@ -35,9 +35,8 @@ from resolver.table.affected import (
 )
 from resolver.table.continuation import (
     batch_alone_suffices,
-    batch_rows,
     continued_rows,
-    first_touches,
+    continued_versions,
     merge_continued_snapshot,
     merge_continuing,
 )
@@ -167,14 +166,17 @@ class LaterBatch:
         if batch_alone_suffices(affected, self.layout, stored.exploded, self.tables):
             log.debug("%s: resolved from the batch's own rows alone", self.layout.table)
             affected.alone = True
-            return batch_rows(stored.exploded.rows, self.layout)
+            return stored.exploded.rows
         if snapshot is not None and current_rows_suffice(affected, self.layout, self.tables):
             log.debug("%s: the affected keys' current rows read from the snapshot", self.layout.table)
             return seeded_changes(stored.exploded.rows, snapshot.toDF(), affected, self.layout)
         return read_changes(stored.held, affected, self.layout)
 
     def resolve(self, changes: DataFrame, affected: Affected) -> DataFrame:
-        """The affected keys' versions (``resolve_affected``)."""
+        """The affected keys' versions (``resolve_affected``); resolved from the batch's own rows alone, with
+        what the MERGEs continue the held rows with (``continued_versions``)."""
+        if affected.alone:
+            return continued_versions(changes, self.layout, affected)
         return resolve_affected(changes, self.layout, affected)
 
     def write_history(self, versions: DataFrame, changes: DataFrame, affected: Affected) -> int:
@@ -188,8 +190,7 @@ class LaterBatch:
         cols = history.toDF().columns
         if affected.alone:
             with step(spark, name, "history merge"):
-                firsts = first_touches(changes, list(layout.key))
-                written = merge_continuing(history, versions, firsts, layout, affected.ranges)
+                written = merge_continuing(history, versions, layout, affected.ranges)
             return sum(written.values())
         if affected.after_held and affected.nodes is not None and self.meta.lo is not None:
             with step(spark, name, "history merge"):
@@ -227,7 +228,7 @@ class LaterBatch:
                 current = versions.filter("__is_current").select(*[sql.col(c) for c in cols])
                 return replace_snapshot(snapshot, current, key, cols)
             if affected.alone:
-                rows = continued_rows(versions, first_touches(changes, key), key, cols)
+                rows = continued_rows(versions, key, cols)
                 return merge_continued_snapshot(snapshot, rows, self.layout, affected.ranges)
             if affected.after_held:
                 rows = newest_rows(versions, key, cols)
