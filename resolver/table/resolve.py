@@ -194,7 +194,9 @@ def _states(live: DataFrame, found: DataFrame, layout: TableLayout) -> DataFrame
 
 def _with_moves(versions: DataFrame, steps: DataFrame, layout: TableLayout) -> DataFrame:
     """The versions as history rows, with where the row was before the version's first transaction and
-    after its last one (``__moved_from``, ``__moved_to``: NULL when that is the version's own key)."""
+    after its last one (``__moved_from``, ``__moved_to``: NULL when that is the version's own key): the
+    first state's lineage tells where it came from, the last state's (``__next.__prev_lineage``) where it
+    went."""
     came = steps.select("__lineage", "__lsn", F.col("__before").alias("__moved_from"))
     went = steps.select(
         F.col("__lineage").alias("__l2"),
@@ -202,7 +204,9 @@ def _with_moves(versions: DataFrame, steps: DataFrame, layout: TableLayout) -> D
         F.col("__after").alias("__moved_to"),
     )
     versions = versions.join(came, ["__lineage", "__lsn"], "left").join(
-        went, (F.col("__lineage") == F.col("__l2")) & (F.col("__next.__lsn") == F.col("__end")), "left"
+        went,
+        (F.col("__next.__prev_lineage") == F.col("__l2")) & (F.col("__next.__lsn") == F.col("__end")),
+        "left",
     )
     other = {
         c: F.when(~F.col(c).eqNullSafe(F.col("__k")), F.col(c)).cast(layout.key_struct_type())
@@ -239,16 +243,22 @@ def _state_changes(states: DataFrame, by_key: WindowSpec, by_txn: WindowSpec) ->
     """The versions among a key's states (step 4 of the module docstring): the state after each
     transaction (its last touch of the key, in ``by_key`` order), consecutive equal states collapsed (in
     ``by_txn``, any order of the key's transactions), and each image that remains with the next state
-    change (``__next``: kind, LSN, time)."""
+    change (``__next``: kind, LSN, time; with lineages, ``__prev_lineage``: the lineage of the version's
+    last state, which differs from its first one's when an equal state of another lineage was collapsed
+    into it, as when a truncate ends a row and a move brings the same row back in one transaction)."""
     last_in_txn = F.lead("__lsn").over(by_key)
     states = states.withColumn("__last", last_in_txn.isNull() | (last_in_txn != F.col("__lsn")))
     states = states.filter("__last").drop("__last")
+    ahead = ["__kind", "__lsn", "__time"]
+    if "__lineage" in states.columns:  # the lineage of the state before each: a version's last one's, below
+        states = states.withColumn("__prev_lineage", F.lag("__lineage").over(by_txn))
+        ahead.append("__prev_lineage")
     was = F.lag(F.struct(F.col("__kind"), F.col("__img"))).over(by_txn)
     same = F.coalesce(was.getField("__kind"), F.lit(END)).eqNullSafe(F.col("__kind")) & was.getField(
         "__img"
     ).eqNullSafe(F.col("__img"))
     kept = states.withColumn("__same", same).filter(~F.col("__same")).drop("__same")
-    nxt = F.lead(F.struct("__kind", "__lsn", "__time")).over(by_txn)
+    nxt = F.lead(F.struct(*ahead)).over(by_txn)
     return kept.withColumn("__next", nxt).filter(F.col("__kind") == PRODUCE)
 
 
