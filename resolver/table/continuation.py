@@ -65,20 +65,20 @@ def continued_versions(changes: DataFrame, layout: TableLayout, affected: Affect
     cols = versions.columns
     named = F.coalesce(F.col("__key"), F.col("__old_key"))
     first = F.min_by(F.struct("__lsn", "__time"), F.struct("__lsn", "__pos"))
-    firsts = changes.groupBy(*[named.getField(k).alias(k) for k in key]).agg(first.alias("f"))
-    at_first = [*_on_key("v", "f", key), F.col("v.__start_lsn") == F.col("f.f.__lsn")]
+    firsts = changes.groupBy(*[named.getField(k).alias(k) for k in key]).agg(first.alias("__first"))
+    at_first = [*_on_key("__v", "__f", key), F.col("__v.__start_lsn") == F.col("__f.__first.__lsn")]
     # each version, and each key with the version that starts at its first transaction (if any)
-    joined = versions.alias("v").join(firsts.hint("merge").alias("f"), at_first, "full_outer")
-    opens = F.col("f.f").isNotNull() & F.col("v.__start_lsn").isNotNull()
-    kept = joined.filter(F.col("v.__start_lsn").isNotNull()).select(
-        *[sql.col("v", c).alias(c) for c in cols], F.when(opens, "first").otherwise("next").alias("__kind")
+    joined = versions.alias("__v").join(firsts.hint("merge").alias("__f"), at_first, "full_outer")
+    opens = F.col("__f.__first").isNotNull() & F.col("__v.__start_lsn").isNotNull()
+    kept = joined.filter(F.col("__v.__start_lsn").isNotNull()).select(
+        *[sql.col("__v", c).alias(c) for c in cols], F.when(opens, "first").otherwise("next").alias("__kind")
     )
-    closing = joined.filter(F.col("f.f").isNotNull()).select(
-        *[sql.col("f", c).alias(c) if c in key else sql.col("v", c).alias(c) for c in layout.names],
-        F.col("f.f.__lsn").alias("__end_lsn"),
-        F.col("f.f.__time").alias("__end_time"),
+    closing = joined.filter(F.col("__f.__first").isNotNull()).select(
+        *[sql.col("__f", c).alias(c) if c in key else sql.col("__v", c).alias(c) for c in layout.names],
+        F.col("__f.__first.__lsn").alias("__end_lsn"),
+        F.col("__f.__first.__time").alias("__end_time"),
         F.lit(False).alias("__is_current"),
-        F.col("v.__start_lsn").isNull().alias("__is_deleted"),
+        F.col("__v.__start_lsn").isNull().alias("__is_deleted"),
         F.lit("close").alias("__kind"),
     )
     return kept.unionByName(closing, allowMissingColumns=True).localCheckpoint(eager=True)
@@ -122,14 +122,14 @@ def continued_rows(source: DataFrame, key: list[str], cols: list[str]) -> DataFr
     last = F.struct(
         *[sql.col(c) for c in kept],
         (~F.col("__is_current")).alias("__gone"),
-        (F.col("__kind") == "first").alias("f"),
+        (F.col("__kind") == "first").alias("__first"),
     )
     newest = F.max_by(F.when(version, last), F.when(version, F.col("__start_lsn")))
     grouped = source.groupBy(*[sql.col(k) for k in key]).agg(newest.alias("__n"))
     return grouped.select(
         *[sql.col(c) if c in key else sql.col("__n", c).alias(c) for c in cols],
         F.coalesce(F.col("__n.__gone"), F.lit(True)).alias("__gone"),
-        F.coalesce(F.col("__n.f"), F.lit(False)).alias("__first"),
+        F.coalesce(F.col("__n.__first"), F.lit(False)).alias("__first"),
     )
 
 
