@@ -372,10 +372,15 @@ def two(k1: int, k2: str, **values: str | None) -> dict[str, str | None]:
     return {"k1": str(k1), "k2": k2, **values}
 
 
+def _said(caplog: pytest.LogCaptureFixture, ending: str) -> set[str]:
+    """The tables whose route ``LaterBatch.changes`` logged with a message ending in ``ending``."""
+    said = [r.getMessage() for r in caplog.records if r.name == "resolver.table.later_batch"]
+    return {m.split(":")[0] for m in said if m.endswith(ending)}
+
+
 def _seeded(caplog: pytest.LogCaptureFixture) -> set[str]:
     """The tables whose affected keys were read from the snapshot's current rows (``LaterBatch.changes``)."""
-    said = [r.getMessage() for r in caplog.records if r.name == "resolver.table.later_batch"]
-    return {m.split(":")[0] for m in said if m.endswith("read from the snapshot")}
+    return _said(caplog, "read from the snapshot")
 
 
 @pytest.mark.spark
@@ -433,8 +438,7 @@ def test_a_batch_that_continues_the_table_is_resolved_from_its_current_rows(
 
 def _alone(caplog: pytest.LogCaptureFixture) -> set[str]:
     """The tables resolved from the batch's own rows alone (``resolver.table.continuation``)."""
-    said = [r.getMessage() for r in caplog.records if r.name == "resolver.table.later_batch"]
-    return {m.split(":")[0] for m in said if m.endswith("the batch's own rows alone")}
+    return _said(caplog, "the batch's own rows alone")
 
 
 @pytest.mark.spark
