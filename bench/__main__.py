@@ -28,10 +28,10 @@ import time
 from collections.abc import Callable
 
 from bench.goals import FULL, QUICK, Bench, Goal
-from bench.many_tables import g9_many_tables
+from bench.many_tables import many_table_goals
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS.md")
-GOALS = ("G1", "G2", "G3", "G4", "G5", "G6", "G7", "G8", "G9")
+GOALS = ("G1", "G2", "G3", "G4", "G5", "G6", "G7", "G8", "G9", "G11", "G12")
 
 
 def _verify_job_counter(spark) -> str:  # type: ignore[no-untyped-def]
@@ -101,7 +101,9 @@ def main(argv: list[str] | None = None) -> None:
                 "G6": bench.g6_late,
                 "G7": bench.g7_run,
                 "G8": bench.g8_reapply,
-                "G9": lambda: g9_many_tables(bench),
+                "G9": lambda: many_table_goals(bench, {"g9", "small"}),
+                "G11": bench.g11_aging,
+                "G12": lambda: many_table_goals(bench, {"g12"}),
             }
             try:
                 step = steps[g]()
@@ -154,7 +156,7 @@ def _write(
     path: str = RESULTS,
 ) -> None:
     md = [
-        "# Resolver benchmarks: goals of issue 6",
+        "# Resolver benchmarks: goals of issues 6 and 68",
         "",
         f"- machine: {machine}",
         f"- command: `{command}` (from the repository root; Spark local[2] via `local_session()`), "

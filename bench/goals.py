@@ -1,5 +1,5 @@
-"""The goals G1-G8, each measured side by side in one warm SparkSession (``bench/README.md``; G9 is in
-``bench.many_tables``)."""
+"""The goals G1-G8 and G11, each measured side by side in one warm SparkSession (``bench/README.md``; G9 and
+G12 are in ``bench.many_tables``)."""
 
 from __future__ import annotations
 
@@ -35,15 +35,20 @@ class Scale:
     run_batches: int
     repeat: int
     discard_first: bool
+    aging_keys: int  # G11: the table's keys
+    aging_batch: int  # G11: random-key updates per batch
+    aging_batches: int  # G11: batches in the run
 
 
 FULL = Scale(
-    "full (the issue's sizes)", 500_000, 50_000_000, 10_000, 2_000_000, 1_000_000, 200_000, 100, 5, True
-)
+    "full (the issues' sizes)", 500_000, 50_000_000, 10_000, 2_000_000, 1_000_000, 200_000, 100, 5, True,
+    100_000, 25_000, 40,
+)  # fmt: skip
 QUICK = Scale(
     "quick (targets 1/50 of the issue's: 10k and 1M rows, 1k-event batches, 1M-row history, 100k events "
-    "resolved, 2k key changes, a run of 5 batches; median of 3)",
-    10_000, 1_000_000, 1_000, 200_000, 100_000, 2_000, 5, 3, False,
+    "resolved, 2k key changes, a run of 5 batches; G11 at 1/5: 20k keys, 40 batches of 5k updates; "
+    "median of 3)",
+    10_000, 1_000_000, 1_000, 200_000, 100_000, 2_000, 5, 3, False, 20_000, 5_000, 40,
 )  # fmt: skip
 HISTORY_VERSIONS = 5
 G3_JOBS = 25  # issue 15: the Spark jobs of a common table-batch (no key change, no schema change)
@@ -527,4 +532,43 @@ class Bench:
              "after the change store's insert-only MERGE when the store's `resolver.appliedVersion` "
              "marker is current; what remains is the batch's planning (metadata aggregates, the "
              "explode) and that MERGE.",
+        )  # fmt: skip
+
+    def g11_aging(self) -> Goal:
+        """Issue 68's guard: a batch does not grow with the history's age. ``aging_batches`` batches of
+        ``aging_batch`` random-key updates into a table of ``aging_keys`` keys, one after the other into one
+        lake; the median of the last three against that of batches 2-4 (batch 1 compiles the queries)."""
+        from resolver import apply_changes
+        from resolver.lake.folders import history_path
+
+        s = self.scale
+        spec = Spec(
+            target_rows=s.aging_keys, batch_events=s.aging_batch, batches=s.aging_batches,
+            insert=0.0, update=1.0, delete=0.0, seed=11,
+        )  # fmt: skip
+        work = generate(spec)
+        lake = self._dir("g11-lake")
+        shutil.copytree(self.lake(Spec(target_rows=s.aging_keys)), lake)
+        history = history_path(lake, TABLE)
+        self.log(f"  G11 {s.aging_batches} batches of {s.aging_batch:,} updates, {s.aging_keys:,} keys")
+        runs, versions = [], []
+        for i, batch in enumerate(work.batches):
+            events = self.events(batch.txns, f"g11-{i}")
+            runs.append(measure(self.spark, lambda ev=events: apply_changes(self.spark, ev, lake), {}))
+            if i in (0, len(work.batches) - 1):
+                versions.append(self.spark.read.format("delta").load(history).count())
+        early, late = runs[1:4], runs[-3:]
+        ratio = _med(late) / _med(early)
+        return Goal(
+            f"G11 the last 3 of {s.aging_batches} batches of {s.aging_batch:,} random-key updates vs "
+            "batches 2-4",
+            ratio,
+            "<= 1.2",
+            _ok(ratio, "<= 1.2"),
+            ["seconds per batch: " + " ".join(f"{r.seconds:.1f}" for r in runs),
+             f"history versions after batch 1: {versions[0]:,}; after batch {len(runs)}: {versions[-1]:,}",
+             _runs_text("batches 2-4", early), _runs_text(f"batches {len(runs) - 2}-{len(runs)}", late)],
+            why="The history MERGE is bounded by `__end_lsn >= ` the batch's oldest commit LSN: Delta skips "
+            "the files of closed versions by their statistics unless the files mix open and closed versions; "
+            "what grows is the files a MERGE must read when the open versions spread over more of them.",
         )  # fmt: skip
