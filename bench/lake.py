@@ -133,19 +133,21 @@ def seed_lake(spark: SparkSession, lake: str, spec: Spec) -> None:
 
 
 def _mark_applied(spark: SparkSession, store: str) -> None:
-    """The marker a resolver batch leaves on the change store (``resolver.batch.silver.APPLIED_PROPERTY``):
-    the silver tables hold the store's current version, which holds no key change or truncate; a lake in
-    steady state has it, so the goals do not time a first batch's pass over the store."""
-    import json
-
+    """The marker a resolver batch leaves on the change store (``resolver.tablestate.Marker``): the silver
+    tables hold the store's current version, which holds no key change or truncate, its newest commit LSN
+    and its largest key (what a batch of this release records); a lake in steady state has it, so the goals
+    do not time a first batch's pass over the store, nor the path of a lake an older release marked."""
     from delta.tables import DeltaTable
 
     from resolver.lake.delta import set_properties
     from resolver.lake.folders import APPLIED_PROPERTY, HOLDS_PROPERTY
+    from resolver.tablestate import KeyHigh, Marker
 
     version = DeltaTable.forPath(spark, store).history(1).first()["version"]  # type: ignore[index]
-    holds = json.dumps({"moves": False, "truncates": False})
-    set_properties(spark, store, {APPLIED_PROPERTY: str(version), HOLDS_PROPERTY: holds})
+    held = spark.read.format("delta").load(store).agg(F.max("__lsn"), F.max("__key.id")).first()
+    assert held is not None
+    marker = Marker(version, False, False, int(held[0]), True, KeyHigh.of("id", int(held[1])), ())
+    set_properties(spark, store, {APPLIED_PROPERTY: str(version), HOLDS_PROPERTY: marker.holds_text()})
 
 
 def _write(df: DataFrame, path: str, mode: str) -> None:
