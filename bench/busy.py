@@ -25,6 +25,7 @@ One warm SparkSession (``resolver.local_session``). Prints the machine's load av
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import subprocess
@@ -32,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -46,6 +48,33 @@ def _pgbench(db, *args: str) -> None:  # type: ignore[no-untyped-def]
 
 def _files(summary) -> list[str]:  # type: ignore[no-untyped-def]
     return list(summary.files)
+
+
+@contextlib.contextmanager
+def _steps_of(spark, lines: list[str]) -> Iterator[None]:  # type: ignore[no-untyped-def]
+    """The block's Spark jobs and seconds per step (``bench.steps``: seconds summed over the tables, which
+    run on a pool of threads), added to ``lines``."""
+    import collections
+    import logging
+
+    from bench.steps import STEPS, StepTimes, jobs_of, step_of
+
+    seen = set(jobs_of(spark))
+    times = StepTimes()
+    steps_log = logging.getLogger("resolver.spark.steps")
+    level = steps_log.level
+    steps_log.addHandler(times)
+    steps_log.setLevel(logging.DEBUG)
+    try:
+        yield
+    finally:
+        steps_log.removeHandler(times)
+        steps_log.setLevel(level)
+    jobs = collections.Counter(step_of(d) for i, (d, *_) in jobs_of(spark).items() if i not in seen)
+    lines.append("  the batch's steps (jobs, seconds summed over the tables):")
+    for name in (*STEPS, "(no step)"):
+        if jobs[name] or times.seconds[name] >= 0.05:
+            lines.append(f"    {jobs[name]:4d}  {times.seconds[name]:7.2f} s  {name}")
 
 
 def _timed_ingest(spark, files: list[str], lake: Path) -> tuple[float, int]:  # type: ignore[no-untyped-def]
@@ -85,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=int, default=120, help="production time of each rate")
     parser.add_argument("--period", type=int, default=60, help="seconds of source time per scheduled run")
     parser.add_argument("--keep", action="store_true", help="keep the files in the temporary folder")
+    parser.add_argument(
+        "--steps", action="store_true", help="also the one batch's jobs and seconds per step (bench.steps)"
+    )
     args = parser.parse_args(argv)
     from bench.busy_floor import write_floor, writes_of_batch
     from resolver import local_session
@@ -108,7 +140,9 @@ def main(argv: list[str] | None = None) -> int:
             _pgbench(db, "-n", "-c", "4", "-j", "2", "-t", str(args.transactions // 4))
             before = work / "lake-before"
             shutil.copytree(lake, before)
-            batch, events = _timed_ingest(spark, _files(capture_once(options)), lake)
+            files = _files(capture_once(options))
+            with _steps_of(spark, lines) if args.steps else contextlib.nullcontext():
+                batch, events = _timed_ingest(spark, files, lake)
             lines.append(
                 f"one batch      {events} events of {args.transactions} transactions in {batch:.1f} s = "
                 f"{events / batch:,.0f} events/s (goal >= 10,000)"

@@ -245,9 +245,9 @@ class Bench:
         rows = s.history_keys * HISTORY_VERSIONS
         self.log(f"  G2 history: {s.batch:,} upserts into a {rows:,}-row history")
         ours = self.ours(self.lake(target), events)
-        # issue 15's targets: at least even with the recipes at quick scale, 3x at full scale (the recipes
-        # copy the whole history, so they fall behind as it grows)
-        g2_target = ">= 3" if s.discard_first else ">= 1"
+        # issue 68's target at quick scale: half the recipes' speed (they assume in-order, once-only input);
+        # issue 15's 3x at full scale (the recipes copy the whole history, so they fall behind as it grows)
+        g2_target = ">= 3" if s.discard_first else ">= 0.5"
         out = []
         for name, check, fn, cols in (
             ("Delta docs' SCD2 recipe", "delta docs SCD2", delta_docs.scd2, delta_docs.SCD2_COLUMNS),

@@ -36,7 +36,7 @@ SEED000 = [
 STEPS = (
     "plan", "read and count", "quarantine", "bronze", "schema log", "tables", "explode", "store merge",
     "store append", "affected keys", "read changes", "resolve", "read history", "diff history", "counts",
-    "history merge", "history append", "snapshot merge", "snapshot append", "marker",
+    "history merge", "history append", "snapshot merge", "snapshot append", "marker", "markers",
 )  # fmt: skip
 _STEP = re.compile(r"(?:^|: )(" + "|".join(re.escape(s) for s in STEPS) + r")(?=$|: | - )")
 

@@ -1,10 +1,12 @@
 """What the lake holds about one source table before a batch (``TableState``), read once from its change
-store's properties by ``resolver.plan.layout`` and written back once, by the batch's last write
-(``resolver.table.batch_tables.mark_applied``: ``Marker.holds_text``). Every step reads these typed
-values; none parses a property again. No Spark."""
+store's properties and the lake's markers by ``resolver.plan.layout`` and written back once, after the
+batch's last write (``resolver.table.batch_tables.mark_applied``, ``resolver.lake.markers``:
+``Marker.holds_text``, ``Marker.lake_text``). Every step reads these typed values; none parses a property
+again. No Spark."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from datetime import date
@@ -71,6 +73,10 @@ class Marker:
     lsn_known: bool = False
     high: KeyHigh | None = None
     behind: tuple[tuple[int, int], ...] = ()
+    #: where the marker was written: a commit of the store's own properties, right after the version it
+    #: names (True), or the lake's markers, which take no commit of the store (False:
+    #: ``resolver.lake.markers``)
+    on_store: bool = True
 
     @classmethod
     def parse(cls, applied: str, holds: str) -> Marker:
@@ -86,6 +92,28 @@ class Marker:
             KeyHigh(str(high["column"]), high["value"]) if high else None,
             tuple((int(lo), int(hi)) for lo, hi in found.get("behind", [])),
         )
+
+    @classmethod
+    def parse_lake(cls, text: str) -> Marker:
+        """The marker from its entry in the lake's markers (``lake_text``; empty: none)."""
+        if not text:
+            return cls(on_store=False)
+        found = json.loads(text)
+        marker = cls.parse(str(found["applied"]), json.dumps(found["holds"]))
+        return dataclasses.replace(marker, on_store=False)
+
+    def lake_text(self) -> str:
+        """The marker's entry in the lake's markers: the store version and the ``holds_text``."""
+        return json.dumps({"applied": self.applied, "holds": json.loads(self.holds_text())})
+
+    def newer_than(self, other: Marker) -> bool:
+        """Whether this marker was written after ``other`` (a store's and a lake's marker of one table):
+        a marker in the lake's markers names the store's version when its batch ended, and a marker on
+        the store is a commit after the version it names, so the lake's is the newer only when it names a
+        later version than the store's."""
+        if self.applied is None:
+            return False
+        return other.applied is None or self.applied > other.applied
 
     def holds_text(self) -> str:
         """The ``resolver.holds`` property's text."""
@@ -119,9 +147,9 @@ class Marker:
         return self.moves is not None and self.truncates is not None and self.lsn_known
 
     def fresh(self, store_version: int) -> bool:
-        """Whether the marker describes the store at ``store_version`` (nothing was committed to the store
-        since the marker's own commit, which follows the version it names)."""
-        return self.applied is not None and self.applied + 1 == store_version
+        """Whether the marker describes the store at ``store_version``: nothing was committed to the store
+        since the version it names, or since the marker's own commit, which follows it (``on_store``)."""
+        return self.applied is not None and self.applied + (1 if self.on_store else 0) == store_version
 
 
 @dataclass(frozen=True)

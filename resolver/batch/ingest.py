@@ -23,6 +23,7 @@ from resolver.config.batch_options import BatchOptions, batch_options
 from resolver.config.tableschema import TableSchema, load_schemas
 from resolver.lake.catalog import LakeTable, check_names, lake_tables, register_names
 from resolver.lake.folders import Lake
+from resolver.lake.markers import write_markers
 from resolver.lake.quarantine import write_quarantine, write_records
 from resolver.models import Format, IngestSummary, TableSummary
 from resolver.plan.batch_plan import BatchPlan, plan_batch
@@ -32,7 +33,7 @@ from resolver.spark.expressions import expressions_for
 from resolver.spark.parallelism import parallel_tables
 from resolver.spark.sparkschema import QUARANTINE_SCHEMA
 from resolver.spark.steps import step
-from resolver.table.apply import apply_table
+from resolver.table.apply import TableApplied, apply_table
 from resolver.table.exploded import explode_tables, release
 from resolver.table.summaries import empty_summary
 from resolver.table.table_steps import BatchEvents, Exploded
@@ -218,11 +219,11 @@ def apply_tables(
     layouts = {t: layout for t, layout in plan.layouts.items() if layout is not None and t not in refused}
     events = replace(events, exploded=_explode_tables(spark, events.rows, layouts))
 
-    def one(table: str) -> tuple[TableSummary, DataFrame | None]:
-        result: tuple[TableSummary, DataFrame | None]
+    def one(table: str) -> TableApplied:
+        result: TableApplied
         try:
             if table in refused:  # left alone: its events stay in bronze, the summary says why
-                result = (empty_summary(table, meta[table], refused[table]), None)
+                result = TableApplied(empty_summary(table, meta[table], refused[table]))
             else:
                 result = apply_table(spark, events, plan.table(table))
         except Exception as e:
@@ -230,22 +231,25 @@ def apply_tables(
                 raise
             log.exception("table %s failed; the other tables go on", table)
             first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-            result = (empty_summary(table, meta[table], f"{type(e).__name__}: {first}"), None)
+            result = TableApplied(empty_summary(table, meta[table], f"{type(e).__name__}: {first}"))
         if options.on_table is not None:
-            options.on_table(result[0])
+            options.on_table(result.summary)
         return result
 
     # tables are independent: their jobs overlap on one session (Delta commits per table do not conflict)
     try:
         with ThreadPoolExecutor(max_workers=max(1, min(parallel_tables(spark), len(meta)))) as pool:
             results = list(pool.map(one, sorted(meta)))
-        bad = [b for _, b in results if b is not None]
+        markers = {r.summary.table: r.marker for r in results if r.marker is not None}
+        with step(spark, "ingest", "markers"):  # the batch's tables' markers: one commit, after the last
+            write_markers(spark, plan.lake.markers, markers)
+        bad = [r.bad for r in results if r.bad is not None]
         records = reduce(DataFrame.unionByName, bad) if bad else None
         if records is not None and events.exploded:  # read from the rows let go of below: kept first
             records = records.localCheckpoint(eager=True)
     finally:
         release(e.rows for e in events.exploded.values())
     failed = [empty_summary(t, None, why) for t, why in plan.failed.items()]
-    summaries = sorted([summary for summary, _ in results] + failed, key=lambda t: t.table)
+    summaries = sorted([r.summary for r in results] + failed, key=lambda t: t.table)
     check_covered(meta, plan.layouts, summaries)
     return summaries, records

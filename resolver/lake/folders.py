@@ -182,6 +182,7 @@ class Lake:
     ledger: str  # _resolver/ledger: the files resolver run applied
     stream: str  # _resolver/stream: a pipeline's streaming checkpoint unless it names its own
     lock: str  # _resolver/run.lock, a file; for a lake named by a URI _resolver/lock, a Delta table
+    markers: str  # _resolver/markers: every table's marker, one commit per batch (resolver.lake.markers)
 
     @classmethod
     def at(cls, root: str | Lake) -> Lake:
@@ -190,7 +191,7 @@ class Lake:
             return root
         uri = is_uri(root)
         base = root.rstrip("/") if uri else os.path.abspath(root)
-        lake = cls(root, base, uri, *[""] * 7)
+        lake = cls(root, base, uri, *[""] * 8)
         return replace(
             lake,
             bronze=lake.under(*BRONZE.split("/")),
@@ -200,6 +201,7 @@ class Lake:
             ledger=lake.under("_resolver", "ledger"),
             stream=lake.under("_resolver", "stream"),
             lock=lake.under("_resolver", "lock" if uri else "run.lock"),
+            markers=lake.under("_resolver", "markers"),
         )
 
     def under(self, *parts: str) -> str:

@@ -16,6 +16,7 @@ from resolver.config.tableschema import TableSchema
 from resolver.errors import ConfigError
 from resolver.lake.deletion_vectors import from_bytes
 from resolver.lake.folders import Lake
+from resolver.lake.markers import read_markers
 from resolver.models import SchemaChanges
 from resolver.plan.coverage import unapplied
 from resolver.plan.evolution import TypeChange
@@ -160,7 +161,7 @@ def _layouts(
         if settings.key:  # the pipeline's key wins over the schema file's and the stream's
             schema = (schema or TableSchema(table=table)).model_copy(update={"primary_key": settings.key})
         policy = (schema.unsafe_type_change if schema else None) or options.policies.unsafe_type_change
-        out = table_layout(spark, lake.table(table), meta[table], schema, policy)
+        out = table_layout(spark, lake.table(table), meta[table], schema, policy, markers.get(table))
         if out is None:
             return None
         missing = [c for c in settings.track_history or [] if c not in out.names]
@@ -177,6 +178,7 @@ def _layouts(
             schema_changes=settings.schema_changes or SchemaChanges.REWRITE,
         )
 
+    markers = read_markers(spark, lake.markers)  # every table's, once: no Spark job
     tables = [t for t in sorted(meta) if not failed or t not in failed]
     with ThreadPoolExecutor(max_workers=max(1, min(parallel_tables(spark), len(tables)))) as pool:
         return dict(zip(tables, pool.map(layout_or_failure, tables), strict=True))

@@ -62,10 +62,12 @@ def table_layout(
     meta: TableMeta,
     schema: TableSchema | None,
     policy: Policy = Policy.FAIL,
+    lake_marker: Marker | None = None,
 ) -> TableLayout | None:
     """The table's columns and key: the lake's (if it has the table) evolved by the batch and the schema
     file; None when nothing tells the columns yet. Fails with one line when the batch reports a key that
-    contradicts the lake's."""
+    contradicts the lake's. ``lake_marker``: the table's entry in the lake's markers
+    (``resolver.lake.markers``), the table's marker when newer than its store's."""
     table = paths.table
     pinned = {c.name: c for c in (schema.columns if schema else [])}
     renamed = schema.rename_map() if schema else {}
@@ -109,7 +111,9 @@ def table_layout(
             key=props.get(KEY_PROPERTY, ""),
             key_source=props.get(KEY_SOURCE_PROPERTY, ""),
             schema_version=version,
-            marker=Marker.parse(props.get(APPLIED_PROPERTY, ""), props.get(HOLDS_PROPERTY, "")),
+            marker=_newest(
+                Marker.parse(props.get(APPLIED_PROPERTY, ""), props.get(HOLDS_PROPERTY, "")), lake_marker
+            ),
             store_bytes=have.store_bytes,
             deletion_vectors=props.get(DELETION_VECTORS_PROPERTY, "") == "true",
             drops_was=json.dumps(json.loads(props.get(DROPS_PROPERTY, "{}")), sort_keys=True)
@@ -125,6 +129,11 @@ def table_layout(
         rescan=rescan,
         rejected=tuple(evolved.rejected),
     )
+
+
+def _newest(store: Marker, lake: Marker | None) -> Marker:
+    """The table's marker: its store's, or its entry in the lake's markers when that is the newer."""
+    return lake if lake is not None and lake.newer_than(store) else store
 
 
 def _lake_columns(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -33,17 +33,27 @@ from resolver.tablestate import Marker
 log = logging.getLogger(__name__)
 
 
-def apply_table(
-    spark: SparkSession, events: BatchEvents, table: TablePlan
-) -> tuple[TableSummary, DataFrame | None]:
+@dataclass(frozen=True)
+class TableApplied:
+    """What one table's batch leaves (``apply_table``): its summary, the records of its values that did not
+    fit their columns (None: none), and its marker for the lake's one commit after the batch's last table
+    (``resolver.lake.markers``; None: nothing was applied, or the marker went to its change store with the
+    properties the batch changed)."""
+
+    summary: TableSummary
+    bad: DataFrame | None = None
+    marker: Marker | None = None
+
+
+def apply_table(spark: SparkSession, events: BatchEvents, table: TablePlan) -> TableApplied:
     """Bring one table's silver tables up to date with the batch's ``events`` (``table``: what the plan
-    hands the table, ``resolver.plan.batch_plan.BatchPlan.table``); also returns its quarantine records, if
-    any. The route is chosen once, at the start (``_route``), and each route takes the same steps."""
+    hands the table, ``resolver.plan.batch_plan.BatchPlan.table``). The route is chosen once, at the start
+    (``_route``), and each route takes the same steps."""
     meta, layout, paths = table.meta, table.layout, table.paths
     name = meta.table
     if layout is None:  # only truncates (resolver.plan.coverage): held until the table's first rows
         defer_truncates(spark, events.rows, paths.pending_truncates, name)
-        return empty_summary(name, meta, None).model_copy(update={"notes": [HELD_NOTE]}), None
+        return TableApplied(empty_summary(name, meta, None).model_copy(update={"notes": [HELD_NOTE]}))
     with step(spark, name, "tables"):
         tables = open_batch_tables(spark, paths, layout)
     with step(spark, name, "explode"):
@@ -51,7 +61,7 @@ def apply_table(
     steps = _route(spark, table, tables, events, exploded)
     stored = steps.store(events, exploded)
     if stored.done:
-        return already_applied(stored.exploded, layout, meta, stored.version)
+        return TableApplied(*already_applied(stored.exploded, layout, meta, stored.version))
     found = steps.drops(stored) if layout.rescan else {}
     if found:  # drops of columns new to the lake (or sent earlier than it knew) found among held inserts
         steps.layout = layout = with_found_drops(spark, paths.schema_log, layout, found)
@@ -77,8 +87,8 @@ def apply_table(
             stored.version, affected.has_moves, affected.has_truncates, affected.newest,
             affected.newest_known, high, stored.behind,
         )  # fmt: skip
-        mark_applied(spark, layout, tables, marker)
-    return table_summary(layout, meta, counts, affected.rounds), bad
+        lake_marker = mark_applied(spark, layout, tables, marker)
+    return TableApplied(table_summary(layout, meta, counts, affected.rounds), bad, lake_marker)
 
 
 def _route(

@@ -1,5 +1,6 @@
 """A table's Delta tables for one batch: opened at its start (created, evolved, re-keyed, deletion vectors
-turned on when large), and the batch's last write, the change store's marker."""
+turned on when large), and the batch's marker (on the change store with the properties the batch changed,
+else for the lake's markers)."""
 
 from __future__ import annotations
 
@@ -57,10 +58,14 @@ def open_batch_tables(spark: SparkSession, paths: TablePaths, layout: TableLayou
     return BatchTables(paths, store, history, snapshot, rekeyed, dv, added, first)
 
 
-def mark_applied(spark: SparkSession, layout: TableLayout, tables: BatchTables, marker: Marker) -> None:
-    """The batch's last write: the store's ``marker`` (the silver tables now hold everything the store held
-    at ``marker.applied``; the store takes no other commit during a batch, and a commit by anyone else only
-    makes the marker stale), with the schema version and the drop points the batch changed."""
+def mark_applied(
+    spark: SparkSession, layout: TableLayout, tables: BatchTables, marker: Marker
+) -> Marker | None:
+    """The batch's marker (the silver tables now hold everything the store held at ``marker.applied``).
+    When the batch changed the table's schema version, drop points or deletion-vector flag, it is written
+    with them to the store's properties, the table's last write (one commit; returns None), and the silver
+    tables take the schema version. Otherwise it is returned, for the lake's markers: one commit for every
+    table of the batch, after the last (``resolver.lake.markers``; the store takes no commit)."""
     state = layout.state
     store_props = {}
     if layout.schema_log and not state.is_new:  # existing tables now have this schema version
@@ -76,9 +81,12 @@ def mark_applied(spark: SparkSession, layout: TableLayout, tables: BatchTables, 
         store_props[DROPS_PROPERTY] = drops
     if tables.deletion_vectors:
         store_props[DELETION_VECTORS_PROPERTY] = "true"
+    if not store_props:
+        return marker
     store_props[APPLIED_PROPERTY] = str(marker.applied)
     store_props[HOLDS_PROPERTY] = marker.holds_text()
     set_properties(spark, tables.paths.changes, store_props)
+    return None
 
 
 def next_high(
