@@ -114,3 +114,30 @@ def test_a_batch_of_new_growing_keys_is_appended_and_the_lake_stays_the_same(
         1, 2, 3, 5, 6, 10, 11, 12, 13
     ]  # fmt: skip
     assert len(history) == 12  # 9 rows; 2's version before its update, 4's and 3's before their deletes
+
+
+def test_a_batch_marks_its_tables_in_one_commit_of_the_lakes_markers_and_none_of_their_stores(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    from resolver.lake.folders import Lake
+    from resolver.lake.markers import read_markers
+    from resolver.tablestate import KeyHigh
+
+    files = tmp_path / "files"
+    files.mkdir()
+    lake = Lake.at(str(tmp_path / "lake"))
+    ingest(spark, _write(files, "a"), lake.root, "wal2json-v2")  # a first batch marks its store
+    store = DeltaTable.forPath(spark, lake.table(TABLE).changes)
+    first = store.history(1).first()
+    assert first["operation"] == "SET TBLPROPERTIES", first["operation"]
+    markers_before = None
+    for name in "bd":  # appended: neither the store nor its properties are written
+        ingest(spark, _write(files, name), lake.root, "wal2json-v2")
+        assert store.history(1).first()["version"] == first["version"], name
+        version = DeltaTable.forPath(spark, lake.markers).history(1).first()["version"]
+        assert markers_before is None or version == markers_before + 1, (name, version)  # one commit
+        markers_before = version
+    marker = read_markers(spark, lake.markers)[TABLE]
+    assert not marker.on_store and marker.fresh(first["version"])
+    assert marker.behind == ((200, 210), (400, 400)), marker.behind  # b's and d's events, in bronze only
+    assert marker.lsn == 400 and marker.high == KeyHigh("id", 11)
