@@ -68,7 +68,7 @@ def write_markers(spark: SparkSession, path: str, markers: dict[str, Marker]) ->
                     set_properties(spark, path, props)
             return
         except Exception as e:  # noqa: BLE001 (Delta's conflicts come through Py4J as several classes)
-            if attempt == _ATTEMPTS or "Concurrent" not in type(e).__name__ + str(e)[:500]:
+            if attempt == _ATTEMPTS or "concurrent" not in (type(e).__name__ + str(e)[:500]).lower():
                 raise
             log.info("the lake's markers: another commit came first (%s); trying again", type(e).__name__)
             time.sleep(0.1 * attempt)

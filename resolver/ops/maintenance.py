@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from delta.tables import DeltaTable
@@ -23,10 +24,19 @@ from pyspark.sql import types as T
 from resolver.errors import ConfigError
 from resolver.files.hadoop_files import lake_folders
 from resolver.lake import delta
-from resolver.lake.folders import KEY_PROPERTY, inside
+from resolver.lake.folders import (
+    APPLIED_PROPERTY,
+    HOLDS_PROPERTY,
+    KEY_PROPERTY,
+    TABLE_PROPERTY,
+    Lake,
+    inside,
+)
 from resolver.lake.lake_tables import select_tables
+from resolver.lake.markers import read_markers, write_markers
 from resolver.spark import sql
 from resolver.spark.session_settings import lake_writes, restore_settings, set_settings
+from resolver.tablestate import Marker
 
 __all__ = ["DEFAULT_RETAIN_HOURS", "check_retention", "optimize", "vacuum"]
 
@@ -40,6 +50,10 @@ _NO_STATS = "DELTA_ZORDERING_ON_COLUMN_WITHOUT_STATS"
 _PARALLEL_TABLES = 4
 _RECENT = 10
 """Commits of a table's history read to find its last Z-order."""
+
+
+#: where the lake keeps its change stores (a table name of ``select_tables``)
+_CHANGES = "_resolver/changes/"
 
 
 def optimize(spark: SparkSession, lake: str, tables: Sequence[str] | None = None) -> list[dict[str, Any]]:
@@ -70,7 +84,7 @@ def optimize(spark: SparkSession, lake: str, tables: Sequence[str] | None = None
             print(t["table"], t["layout"], t["files_before"], "->", t["files_after"])
     """
     chosen = select_tables(lake, tables, lake_folders(spark, lake))
-    return _each(chosen, lambda name: _optimize(spark, inside(lake, *name.split("/")), name))
+    return _each(chosen, lambda name: _kept_fresh(spark, lake, name, _optimize))
 
 
 def _optimize(spark: SparkSession, path: str, name: str) -> dict[str, Any]:
@@ -239,9 +253,15 @@ def vacuum(
     if force:
         settings[_CHECK] = "false"
     with _session_conf(spark, settings):
-        return _each(
-            chosen, lambda name: _vacuum(spark, inside(lake, *name.split("/")), name, retain_hours, dry_run)
-        )
+        if dry_run:
+            return _each(
+                chosen, lambda name: _vacuum(spark, inside(lake, *name.split("/")), name, retain_hours, True)
+            )
+
+        def vacuum_one(spark: SparkSession, path: str, name: str) -> dict[str, Any]:
+            return _vacuum(spark, path, name, retain_hours, False)
+
+        return _each(chosen, lambda name: _kept_fresh(spark, lake, name, vacuum_one))
 
 
 def _listing_parallelism(spark: SparkSession) -> int:
@@ -275,6 +295,47 @@ def _vacuum(spark: SparkSession, path: str, name: str, retain_hours: float, dry_
     if last is not None and last["operation"] == "VACUUM END":
         deleted = int((last["operationMetrics"] or {}).get("numDeletedFiles", 0))
     return {**out, "files_deleted": deleted, "files_to_delete": []}
+
+
+def _kept_fresh(
+    spark: SparkSession, lake: str, name: str, work: Callable[[SparkSession, str, str], dict[str, Any]]
+) -> dict[str, Any]:
+    """``work(spark, path, name)`` on the lake's table ``name``, whose commits change no row (OPTIMIZE,
+    VACUUM); on a change store whose marker was fresh before (its silver tables held all it held), the
+    marker is kept fresh: the lake's markers name the store's version after ``work``. Otherwise the next
+    batch would find the marker stale and resolve the table from its held changes in full."""
+    path = inside(lake, *name.split("/"))
+    kept = _fresh_marker(spark, lake, path) if name.startswith(_CHANGES) else None
+    out = work(spark, path, name)
+    if kept is not None:
+        table, marker, before = kept
+        after = _store_version(spark, path)
+        if after != before:
+            moved = replace(marker, applied=after, on_store=False)
+            write_markers(spark, Lake.at(lake).markers, {table: moved})
+    return out
+
+
+def _fresh_marker(spark: SparkSession, lake: str, path: str) -> tuple[str, Marker, int] | None:
+    """The change store's table, its marker and the store's version, when the marker is fresh."""
+    store = DeltaTable.forPath(spark, path)
+    props, _ = delta.properties_and_size(store)
+    table = props.get(TABLE_PROPERTY)
+    if not table:
+        return None
+    marker = Marker.parse(props.get(APPLIED_PROPERTY, ""), props.get(HOLDS_PROPERTY, ""))
+    in_lake = read_markers(spark, Lake.at(lake).markers).get(table)
+    if in_lake is not None and in_lake.newer_than(marker):
+        marker = in_lake
+    version = delta.version(store)
+    return (table, marker, version) if marker.fresh(version) else None
+
+
+def _store_version(spark: SparkSession, path: str) -> int:
+    """The store's latest version, its log read again."""
+    store = DeltaTable.forPath(spark, path)
+    delta.properties_and_size(store)  # brings the table's log up to its latest commit
+    return delta.version(store)
 
 
 def _each(names: list[str], work: Callable[[str], dict[str, Any]]) -> list[dict[str, Any]]:

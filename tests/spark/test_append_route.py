@@ -141,3 +141,26 @@ def test_a_batch_marks_its_tables_in_one_commit_of_the_lakes_markers_and_none_of
     assert not marker.on_store and marker.fresh(first["version"])
     assert marker.behind == ((200, 210), (400, 400)), marker.behind  # b's and d's events, in bronze only
     assert marker.lsn == 400 and marker.high == KeyHigh("id", 11)
+
+
+def test_optimize_and_vacuum_keep_a_fresh_marker_fresh(spark: SparkSession, tmp_path: Path) -> None:
+    """Their commits change no row: a store whose silver tables held all it held still does, and the next
+    in-order batch of new keys is appended, not resolved in full from a marker gone stale."""
+    from resolver.lake.folders import Lake
+    from resolver.lake.markers import read_markers
+    from resolver.ops.maintenance import optimize, vacuum
+
+    files = tmp_path / "files"
+    files.mkdir()
+    lake = Lake.at(str(tmp_path / "lake"))
+    for name in "ac":  # c updates and deletes: appended to the store, two files to compact
+        ingest(spark, _write(files, name), lake.root, "wal2json-v2")
+    store = lake.table(TABLE).changes
+    before = DeltaTable.forPath(spark, store).history(1).first()["version"]
+    optimize(spark, lake.root)
+    vacuum(spark, lake.root, retain_hours=0, force=True)
+    after = DeltaTable.forPath(spark, store).history(1).first()["version"]
+    assert after > before  # OPTIMIZE and VACUUM committed to the store
+    assert read_markers(spark, lake.markers)[TABLE].fresh(after)
+    ingest(spark, _write(files, "d"), lake.root, "wal2json-v2")
+    assert _last_operation(spark, history_path(lake.root, TABLE)) == "WRITE"  # appended
