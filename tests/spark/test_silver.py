@@ -92,11 +92,13 @@ def test_a_batch_applied_again_is_found_applied_without_resolving(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     """A re-delivered batch: the store already holds its events and its marker says the silver tables hold
-    all the store has, so nothing is resolved or written; a commit on the store after the marker (here
-    ``resolver optimize``'s Z-order) makes the marker stale, and the batch is then resolved again, to the
-    same rows."""
+    all the store has, so nothing is resolved or written. ``resolver optimize``'s Z-order, which changes no
+    row, keeps the marker fresh; another commit on the store after the marker (here a property set by hand)
+    makes it stale, and the batch is then resolved again, to the same rows."""
     from delta.tables import DeltaTable
 
+    from resolver.lake.delta import set_properties
+    from resolver.lake.folders import changes_path
     from resolver.ops.maintenance import optimize
 
     lake = str(tmp_path / "lake")
@@ -114,6 +116,9 @@ def test_a_batch_applied_again_is_found_applied_without_resolving(
 
     (done,) = optimize(spark, lake, ["_resolver/changes/public.characters"])
     assert done["layout"] == "z-order" and done["files_added"] == 1, done
+    kept = ingest(spark, files, lake, "wal2json-v2").tables[0]
+    assert any("every event was already applied" in n for n in kept.notes), kept.notes
+    set_properties(spark, changes_path(lake, "public.characters"), {"someone.else": "was here"})
     stale = ingest(spark, files, lake, "wal2json-v2").tables[0]
     assert not any("already applied" in n for n in stale.notes), stale.notes
     assert [_rows(spark, p, ["id", "value", "__start_lsn"]) for p in paths] == rows
