@@ -21,10 +21,11 @@ from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
 from resolver.lake.delta import properties_and_size, set_properties
+from resolver.lake.folders import APPLIED_PROPERTY, HOLDS_PROPERTY
 from resolver.spark import sql
 from resolver.tablestate import Marker
 
-__all__ = ["MARKER_PREFIX", "read_markers", "write_markers"]
+__all__ = ["MARKER_PREFIX", "marker_of", "read_markers", "write_markers"]
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,13 @@ log = logging.getLogger(__name__)
 MARKER_PREFIX = "resolver.marker."
 #: how many times a commit of the markers is tried when another writer's commit came between
 _ATTEMPTS = 5
+
+
+def marker_of(store_props: dict[str, str], in_lake: Marker | None) -> Marker:
+    """A table's marker: its change store's (from the store's properties ``store_props``), or its entry in
+    the lake's markers (``in_lake``) when that is the newer (``Marker.newer_than``)."""
+    store = Marker.parse(store_props.get(APPLIED_PROPERTY, ""), store_props.get(HOLDS_PROPERTY, ""))
+    return in_lake if in_lake is not None and in_lake.newer_than(store) else store
 
 
 def read_markers(spark: SparkSession, path: str) -> dict[str, Marker]:

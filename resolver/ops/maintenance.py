@@ -25,15 +25,13 @@ from resolver.errors import ConfigError
 from resolver.files.hadoop_files import lake_folders
 from resolver.lake import delta
 from resolver.lake.folders import (
-    APPLIED_PROPERTY,
-    HOLDS_PROPERTY,
     KEY_PROPERTY,
     TABLE_PROPERTY,
     Lake,
     inside,
 )
 from resolver.lake.lake_tables import select_tables
-from resolver.lake.markers import read_markers, write_markers
+from resolver.lake.markers import marker_of, read_markers, write_markers
 from resolver.spark import sql
 from resolver.spark.session_settings import lake_writes, restore_settings, set_settings
 from resolver.tablestate import Marker
@@ -323,10 +321,7 @@ def _fresh_marker(spark: SparkSession, lake: str, path: str) -> tuple[str, Marke
     table = props.get(TABLE_PROPERTY)
     if not table:
         return None
-    marker = Marker.parse(props.get(APPLIED_PROPERTY, ""), props.get(HOLDS_PROPERTY, ""))
-    in_lake = read_markers(spark, Lake.at(lake).markers).get(table)
-    if in_lake is not None and in_lake.newer_than(marker):
-        marker = in_lake
+    marker = marker_of(props, read_markers(spark, Lake.at(lake).markers).get(table))
     version = delta.version(store)
     return (table, marker, version) if marker.fresh(version) else None
 

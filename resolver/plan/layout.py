@@ -15,15 +15,14 @@ from resolver.config.tableschema import ColumnSpec, TableSchema
 from resolver.errors import ConfigError
 from resolver.lake.delta import properties_and_size
 from resolver.lake.folders import (
-    APPLIED_PROPERTY,
     DELETION_VECTORS_PROPERTY,
     DROPS_PROPERTY,
-    HOLDS_PROPERTY,
     KEY_PROPERTY,
     KEY_SOURCE_PROPERTY,
     SCHEMA_VERSION_PROPERTY,
     TablePaths,
 )
+from resolver.lake.markers import marker_of
 from resolver.pgtypes import spark_type
 from resolver.plan.drops import drop_points
 from resolver.plan.evolution import TypeChange, evolve_type
@@ -111,9 +110,7 @@ def table_layout(
             key=props.get(KEY_PROPERTY, ""),
             key_source=props.get(KEY_SOURCE_PROPERTY, ""),
             schema_version=version,
-            marker=_newest(
-                Marker.parse(props.get(APPLIED_PROPERTY, ""), props.get(HOLDS_PROPERTY, "")), lake_marker
-            ),
+            marker=marker_of(props, lake_marker),
             store_bytes=have.store_bytes,
             deletion_vectors=props.get(DELETION_VECTORS_PROPERTY, "") == "true",
             drops_was=json.dumps(json.loads(props.get(DROPS_PROPERTY, "{}")), sort_keys=True)
@@ -129,11 +126,6 @@ def table_layout(
         rescan=rescan,
         rejected=tuple(evolved.rejected),
     )
-
-
-def _newest(store: Marker, lake: Marker | None) -> Marker:
-    """The table's marker: its store's, or its entry in the lake's markers when that is the newer."""
-    return lake if lake is not None and lake.newer_than(store) else store
 
 
 def _lake_columns(
