@@ -21,6 +21,7 @@ The baselines' tables (``seed_table``) hold the same rows in their own layouts.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 
@@ -129,14 +130,15 @@ def seed_lake(spark: SparkSession, lake: str, spec: Spec) -> None:
         "id", "val", "name", F.col("lsn").alias("__start_lsn"), F.col("time").alias("__start_time")
     )
     _write(snap, snapshot_path(lake, TABLE), "overwrite")
-    _mark_applied(spark, changes_path(lake, TABLE))
+    _mark_applied(spark, changes_path(lake, TABLE), history_path(lake, TABLE), snapshot_path(lake, TABLE))
 
 
-def _mark_applied(spark: SparkSession, store: str) -> None:
+def _mark_applied(spark: SparkSession, store: str, history: str, snapshot: str) -> None:
     """The marker a resolver batch leaves on the change store (``resolver.tablestate.Marker``): the silver
     tables hold the store's current version, which holds no key change or truncate, its newest commit LSN
-    and its largest key (what a batch of this release records); a lake in steady state has it, so the goals
-    do not time a first batch's pass over the store, nor the path of a lake an older release marked."""
+    and its largest key, with the silver tables' versions (what a batch of this release records); a lake
+    in steady state has it, so the goals do not time a first batch's pass over the store, nor the path of a
+    lake an older release marked."""
     from delta.tables import DeltaTable
 
     from resolver.lake.delta import set_properties
@@ -146,7 +148,9 @@ def _mark_applied(spark: SparkSession, store: str) -> None:
     version = DeltaTable.forPath(spark, store).history(1).first()["version"]  # type: ignore[index]
     held = spark.read.format("delta").load(store).agg(F.max("__lsn"), F.max("__key.id")).first()
     assert held is not None
+    silver = [DeltaTable.forPath(spark, p).history(1).first() for p in (history, snapshot)]
     marker = Marker(version, False, False, int(held[0]), True, KeyHigh.of("id", int(held[1])), ())
+    marker = dataclasses.replace(marker, silver=(int(silver[0]["version"]), int(silver[1]["version"])))  # type: ignore[index]
     set_properties(spark, store, {APPLIED_PROPERTY: str(version), HOLDS_PROPERTY: marker.holds_text()})
 
 

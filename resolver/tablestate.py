@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-__all__ = ["KeyHigh", "Marker", "TableState"]
+__all__ = ["KeyHigh", "Marker", "TableState", "Waiting"]
 
 #: the most commit-LSN ranges a marker lists as behind (``Marker.falling_behind``)
 _MOST_BEHIND = 32
@@ -77,6 +77,10 @@ class Marker:
     #: names (True), or the lake's markers, which take no commit of the store (False:
     #: ``resolver.lake.markers``)
     on_store: bool = True
+    #: the history's and the snapshot's Delta versions the batch left (-1: the table keeps none; None: not
+    #: recorded, a marker of an earlier release): silver took no write since when they still are
+    #: (``resolver.batch.deferral``: events waiting in bronze are then new to every table of the lake's)
+    silver: tuple[int, int] | None = None
 
     @classmethod
     def parse(cls, applied: str, holds: str) -> Marker:
@@ -91,6 +95,7 @@ class Marker:
             "lsn" in found,
             KeyHigh(str(high["column"]), high["value"]) if high else None,
             tuple((int(lo), int(hi)) for lo, hi in found.get("behind", [])),
+            silver=(int(found["silver"][0]), int(found["silver"][1])) if found.get("silver") else None,
         )
 
     @classmethod
@@ -124,6 +129,8 @@ class Marker:
             holds["high"] = {"column": self.high.column, "value": self.high.value}
         if self.behind:
             holds["behind"] = [list(r) for r in self.behind]
+        if self.silver is not None:
+            holds["silver"] = list(self.silver)
         return json.dumps(holds)
 
     def falling_behind(self, lo: int, hi: int) -> tuple[tuple[int, int], ...]:
@@ -150,6 +157,57 @@ class Marker:
         """Whether the marker describes the store at ``store_version``: nothing was committed to the store
         since the version it names, or since the marker's own commit, which follows it (``on_store``)."""
         return self.applied is not None and self.applied + (1 if self.on_store else 0) == store_version
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A table's events that wait in bronze for its silver tables (``resolver.batch.deferral``: a batch
+    under a freshness bound left them there): the bronze versions (commits) that added them, how many
+    events those batches brought for the table, their commit-LSN range (``lo``, ``hi``; None: no event
+    had one), and since when they wait (``since``, seconds since the epoch, UTC: the first such batch's
+    start). The table's silver tables hold every event delivered for it but these."""
+
+    versions: tuple[int, ...]
+    events: int
+    lo: int | None
+    hi: int | None
+    since: float
+
+    def due(self, bound: float, now: float) -> bool:
+        """Whether the events have waited ``bound`` seconds or more at ``now``."""
+        return now - self.since >= bound
+
+    def joined(self, version: int | None, events: int, lo: int | None, hi: int | None) -> Waiting:
+        """These events and a later batch's (``version``: its bronze commit; None: it added nothing new)."""
+        bounds = [b for b in (self.lo, lo) if b is not None], [b for b in (self.hi, hi) if b is not None]
+        return Waiting(
+            tuple(sorted({*self.versions, *([version] if version is not None else [])})),
+            self.events + events,
+            min(bounds[0]) if bounds[0] else None,
+            max(bounds[1]) if bounds[1] else None,
+            self.since,
+        )
+
+    def text(self) -> str:
+        """The entry's text in the lake's markers (``resolver.lake.markers``)."""
+        return json.dumps(
+            {"versions": list(self.versions), "events": self.events, "lo": self.lo, "hi": self.hi,
+             "since": self.since}
+        )  # fmt: skip
+
+    @classmethod
+    def parse(cls, text: str) -> Waiting | None:
+        """The entry from its text (empty: nothing waits)."""
+        if not text:
+            return None
+        found = json.loads(text)
+        return cls(
+            tuple(int(v) for v in found["versions"]),
+            int(found["events"]),
+            None if found.get("lo") is None else int(found["lo"]),
+            None if found.get("hi") is None else int(found["hi"]),
+            float(found["since"]),
+        )
 
 
 @dataclass(frozen=True)

@@ -9,15 +9,18 @@ columns. ``resolver.batch.silver.apply_changes`` takes the same last steps for a
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from datetime import UTC, datetime
 from functools import reduce
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from resolver.batch.bronze import write_bronze
+from resolver.batch.deferral import applied_plan, decide, leave_waiting, waiting_note
 from resolver.batch.read import ParsedBatch, read_wal2json
 from resolver.config.batch_options import BatchOptions, batch_options
 from resolver.config.tableschema import TableSchema, load_schemas
@@ -38,6 +41,7 @@ from resolver.table.exploded import explode_tables, release
 from resolver.table.summaries import empty_summary
 from resolver.table.table_steps import BatchEvents, Exploded
 from resolver.tablelayout import TableLayout
+from resolver.tablestate import Waiting
 
 __all__ = ["apply_planned", "apply_tables", "ingest", "ingest_batch", "log_schema_changes"]
 
@@ -88,16 +92,23 @@ def ingest_batch(
         with step(spark, "ingest", "plan"):  # may refuse the batch: nothing is written yet
             plan = plan_batch(spark, batch.events, lake, schemas, options)
             named = _catalog_names(spark, lake, plan, options)  # a name of another lake's: refused here
+            deferral = decide(plan, options.freshness, time.time())
+            events = plan.accepted if plan.accepted is not None else batch.events
+            # the tables the batch applies, with the events that waited for them read back from bronze
+            applied, rows = applied_plan(
+                spark, plan, deferral, events, lambda rows: plan_batch(spark, rows, lake, schemas, options)
+            )
         with step(spark, "ingest", "read and count"):
             counts = batch.counts()
             open_from = batch.open_from
         with expressions_for(spark, counts["events"]):  # a small batch's expressions interpreted
             unread, refused = _quarantine(spark, lake.quarantine, batch, plan, counts["quarantined"])
-            events = plan.accepted if plan.accepted is not None else batch.events
+            if applied.rejected is not None and applied is not plan:  # waiting events a policy now refuses
+                refused += _quarantine(spark, lake.quarantine, batch, applied, 0)[1]
             # bronze and the schema log are different Delta tables, and neither is read before the tables'
             # steps: the schema log's write (a lake's first batch, a schema change) runs beside bronze's
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="schema-log") as side:
-                logged = side.submit(log_schema_changes, spark, plan)
+                logged = side.submit(log_schema_changes, spark, applied)
                 try:
                     with step(spark, "ingest", "bronze"):
                         lo, hi = counts.get("min_commit_lsn"), counts.get("max_commit_lsn")
@@ -106,7 +117,13 @@ def ingest_batch(
                     logged.result()  # waited for (and its error raised) whatever bronze's write did
             accepted = metrics.get("numTargetRowsInserted", 0)
             unseen = accepted > 0 and accepted == counts["events"]  # then no change store holds any of them
-            tables, bad = apply_tables(spark, BatchEvents(events, unseen), plan, options)
+            applied = leave_waiting(applied, plan, deferral, version if accepted else None)
+            read_back = {t: w for t, w in deferral.due.items() if w.versions}
+            tables, bad = apply_tables(
+                spark, BatchEvents(rows, unseen, read_back=read_back), applied, options
+            )
+            tables = [_with_waited(t, deferral.due.get(t.table)) for t in tables]
+            tables = sorted(tables + _waiting_summaries(applied, plan, options), key=lambda t: t.table)
             # the values that did not fit their columns (their events applied with NULL there)
             unfit = write_records(spark, lake.quarantine, bad, batch.format.value)
         if options.catalog is not None:
@@ -128,6 +145,30 @@ def ingest_batch(
         tables=tables,
         open_from=open_from,
     )
+
+
+def _with_waited(summary: TableSummary, waited: Waiting | None) -> TableSummary:
+    """A table's summary, with a note of the events that had waited in bronze when the batch applied them
+    with its own (its ``events`` count them)."""
+    if waited is None or summary.error is not None:
+        return summary
+    since = datetime.fromtimestamp(waited.since, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    note = f"applied with {waited.events} event(s) that waited in bronze since {since}"
+    return summary.model_copy(update={"notes": [*summary.notes, note]})
+
+
+def _waiting_summaries(applied: BatchPlan, own: BatchPlan, options: BatchOptions) -> list[TableSummary]:
+    """The summaries of the tables whose events the batch leaves waiting in bronze (nothing applied to their
+    silver tables), each with a note of what waits (``resolver.batch.deferral``)."""
+    seconds = options.freshness.seconds if options.freshness else None
+    out = []
+    for table, waiting in sorted(applied.waits.items()):
+        summary = empty_summary(table, own.meta[table], None)
+        summary = summary.model_copy(update={"notes": [waiting_note(waiting, seconds)]})
+        if options.on_table is not None:
+            options.on_table(summary)
+        out.append(summary)
+    return out
 
 
 def _catalog_names(
@@ -241,8 +282,15 @@ def apply_tables(
         with ThreadPoolExecutor(max_workers=max(1, min(parallel_tables(spark), len(meta)))) as pool:
             results = list(pool.map(one, sorted(meta)))
         markers = {r.summary.table: r.marker for r in results if r.marker is not None}
+        # what waits after the batch: the tables it left waiting, and nothing of the ones it applied
+        done = {
+            r.summary.table for r in results if r.summary.error is None and r.summary.table not in refused
+        }
+        nothing = {t for t in plan.due if t not in meta and t not in plan.failed}  # no event was left of it
+        waiting: dict[str, Waiting | None] = {t: None for t in plan.due if t in done or t in nothing}
+        waiting.update(plan.waits)
         with step(spark, "ingest", "markers"):  # the batch's tables' markers: one commit, after the last
-            write_markers(spark, plan.lake.markers, markers)
+            write_markers(spark, plan.lake.markers, markers, waiting)
         bad = [r.bad for r in results if r.bad is not None]
         records = reduce(DataFrame.unionByName, bad) if bad else None
         if records is not None and events.exploded:  # read from the rows let go of below: kept first

@@ -90,6 +90,14 @@ def _add_ingest(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         metavar="CATALOG.SCHEMA",
         help="register every table of the lake by name there (spark_catalog.cdc; docs/cluster.md)",
     )
+    ingest.add_argument(
+        "--freshness",
+        type=float,
+        metavar="SECONDS",
+        help="let a table with fewer than 10,000 events waiting leave them in bronze, its silver tables "
+        "unwritten, until the oldest have waited this long (docs/silver.md, Tables that wait); without it, "
+        "every table is brought up to date, those that waited included",
+    )
     ingest.add_argument("--json", action="store_true", help="print the summary as JSON (stdout)")
     _policy_arguments(ingest)
     add_spark_arguments(ingest)
@@ -210,6 +218,9 @@ def _ingest(args: argparse.Namespace) -> int:
     from resolver.catalog_target import Catalog
 
     catalog = Catalog.parse(args.catalog) if args.catalog else None
+    from resolver.config.batch_options import Freshness
+
+    freshness = Freshness(args.freshness) if args.freshness is not None else None  # fails fast: one line
     schemas = None
     if args.schemas is not None:
         from resolver.config.tableschema import load_schemas
@@ -236,7 +247,7 @@ def _ingest(args: argparse.Namespace) -> int:
     from resolver.lake.lock import Taker, lake_lock
 
     with lake_lock(args.lake, Taker.of_session(f"ingest-{os.getpid()}", spark)):
-        options = BatchOptions(policies=policies, catalog=catalog)
+        options = BatchOptions(policies=policies, catalog=catalog, freshness=freshness)
         summary = ingest(spark, files, args.lake, fmt, schemas, options)
     unapplied = [t for t in summary.tables if t.error]
     for t in unapplied:  # their events are in bronze: the same files ingested again after the fix apply them

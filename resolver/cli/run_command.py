@@ -39,6 +39,7 @@ def add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "  resolver run pipeline.yaml --wait 600             # wait up to 10 minutes for another run\n"
         "  resolver run pipeline.yaml --stream               # a streaming query, until stopped\n"
         "  resolver run pipeline.yaml --stream --once        # availableNow: what has landed, then exit\n"
+        "  resolver run pipeline.yaml --status               # what waits under the freshness bound\n"
         "\nexit status: 0 done, 1 unexpected failure, 2 misconfiguration, 3 some tables failed, "
         "4 lake or pipeline held by another run",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -62,6 +63,12 @@ def add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     run_parser.add_argument(
         "--quiet", action="store_true", help="no progress lines, only warnings and errors"
     )
+    run_parser.add_argument(
+        "--status",
+        action="store_true",
+        help="apply nothing: print which tables' events wait in bronze under the pipeline's freshness bound, "
+        "and up to which commit their silver tables are complete (docs/silver.md, Tables that wait)",
+    )
     add_spark_arguments(run_parser)
 
 
@@ -82,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
         from resolver.config.tableschema import load_schemas
 
         load_schemas(pipeline.schemas)
+    if args.status:
+        return _status(args, pipeline)
     kafka = pipeline.source.kafka is not None
     from resolver.spark.driver_jvm import SHORT_INPUT_BYTES, DriverJvm
 
@@ -116,6 +125,25 @@ def run(args: argparse.Namespace) -> int:
         for line in summary.lines():
             print(line)
     return EXIT_PARTIAL if summary.failed_tables else EXIT_OK
+
+
+def _status(args: argparse.Namespace, pipeline: Pipeline) -> int:
+    """``--status``: each table whose events wait in bronze (``resolver.batch.deferral``), read from the
+    lake's markers; nothing is applied."""
+    from resolver.batch.deferral import waiting_lines
+    from resolver.lake.folders import Lake
+    from resolver.lake.markers import read_lake_markers
+    from resolver.spark.driver_jvm import DriverJvm
+
+    spark = session(args, jvm=DriverJvm(short=True), lake=pipeline.lake)
+    waiting = read_lake_markers(spark, Lake.at(pipeline.lake).markers).waiting
+    bound = pipeline.freshness.seconds if pipeline.freshness is not None else None
+    print(f"lake {pipeline.lake}: freshness " + (f"{bound:g} s" if bound is not None else "not set"))
+    if not waiting:
+        print("no events wait in bronze: every table's silver tables hold every event delivered")
+    for line in waiting_lines(waiting, bound):
+        print(line)
+    return EXIT_OK
 
 
 def _new_bytes(pipeline: Pipeline) -> int:

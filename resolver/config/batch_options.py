@@ -4,16 +4,37 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from resolver.catalog_target import Catalog
 from resolver.config.pipeline import TableSettings
 from resolver.config.policy import Policies
+from resolver.errors import ConfigError
 from resolver.formats.stitch_plan import CLOSED, ReadWindow
 from resolver.models import TableSummary
 
-__all__ = ["BatchOptions", "ReadWindow", "batch_options"]
+__all__ = ["BatchOptions", "Freshness", "ReadWindow", "batch_options"]
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """How stale a small table's silver tables may grow: a table with fewer than ``below_events`` events
+    waiting (its new ones counted) waits in bronze until its oldest have waited ``seconds``; then, or when
+    a batch brings it that many, they are applied. ``seconds`` 0 applies everything at once (as no bound
+    does)."""
+
+    seconds: float
+    below_events: int = 10_000
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.seconds, int | float) and math.isfinite(self.seconds) and self.seconds >= 0):
+            raise ConfigError(f"freshness: found {self.seconds!r} seconds, expected a number of 0 or more")
+        if not isinstance(self.below_events, int) or self.below_events < 1:
+            raise ConfigError(
+                f"freshness: found below_events {self.below_events!r}, expected a whole number of 1 or more"
+            )
 
 
 @dataclass(frozen=True)
@@ -31,7 +52,10 @@ class BatchOptions:
     - ``window``: the batch's :class:`ReadWindow` in a stream read in pieces;
     - ``partitions``: partitions' names (shell patterns) -> the table their changes belong to, beside the
       routes ``resolver capture`` recorded (``resolver.formats.partition_routes``);
-    - ``catalog``: register the lake's tables by name there (``resolver.lake.catalog``; None: paths only).
+    - ``catalog``: register the lake's tables by name there (``resolver.lake.catalog``; None: paths only);
+    - ``freshness``: small tables' silver writes wait in bronze under this bound (:class:`Freshness`,
+      ``resolver.batch.deferral``; None: every table is applied in every batch, and whatever waited too).
+      Only ``ingest`` (and ``resolver run``) take it: ``apply_changes`` has no bronze to leave events in.
     """
 
     policies: Policies = field(default_factory=Policies)
@@ -42,6 +66,7 @@ class BatchOptions:
     window: ReadWindow = CLOSED
     partitions: Mapping[str, str] | None = None
     catalog: Catalog | None = None
+    freshness: Freshness | None = None
 
 
 def batch_options(options: object) -> BatchOptions:

@@ -5,10 +5,14 @@
 source:
   path: landing/               # a folder (its files in name order) or a glob such as landing/*.json
   format: wal2json-v2          # optional: without it, detected from the files' first records
-lake: lake/ schemas: schemas/              # optional: the per-table schema files (docs/schema-evolution.md)
+lake: lake/
+schemas: schemas/              # optional: the per-table schema files (docs/schema-evolution.md)
 max_files_per_batch: 50        # optional: new files are applied in batches of at most this many
 stream:                        # optional: resolver run --stream (docs/streaming.md)
   trigger_seconds: 60          # a micro-batch every minute (default)
+freshness:                     # optional: small tables' events wait in bronze (docs/silver.md)
+  seconds: 600                 # ... until the oldest have waited 10 minutes
+  below_events: 10000          # ... while fewer than this many wait (default)
 policies:                      # optional: unknown tables, unknown columns, unsafe type changes
   unknown_table: evolve
 capture:                       # optional: resolver capture pipeline.yaml fills source.path (docs/capture.md)
@@ -165,6 +169,17 @@ class StreamSettings(ResolverModel):
     )
 
 
+class FreshnessSettings(ResolverModel):
+    """How stale a small table's silver tables may grow (docs/silver.md, "Tables that wait"): a table with
+    fewer than ``below_events`` events waiting leaves them in bronze until the oldest have waited
+    ``seconds``; the first batch after that, or one that brings it that many, applies them."""
+
+    seconds: float = Field(ge=0, description="How long a small table's events may wait in bronze (seconds)")
+    below_events: int = Field(
+        10_000, ge=1, description="A table with this many events waiting or more is applied in every batch"
+    )
+
+
 class Partitions(StrEnum):
     """How a capture names a partitioned table's rows and changes (docs/capture.md, "Partitioned
     tables")."""
@@ -242,6 +257,11 @@ class Pipeline(ResolverModel):
     schemas: str | None = Field(default=None, description="Folder of <schema>.<table>.yaml files")
     max_files_per_batch: int = Field(100, ge=1, description="New files per batch")
     stream: StreamSettings = Field(default_factory=StreamSettings, description="Streaming mode settings")
+    freshness: FreshnessSettings | None = Field(
+        default=None,
+        description="Small tables' silver writes wait in bronze under this bound (docs/silver.md, Tables "
+        "that wait); without it every table is applied in every batch",
+    )
     policies: Policies = Field(default_factory=Policies, description="Run defaults of the three policies")
     capture: CaptureSettings | None = Field(default=None, description="What resolver capture reads")
     include: list[str] = Field(default_factory=lambda: ["*"], description="Tables to keep (shell patterns)")

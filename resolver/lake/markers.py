@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
@@ -23,14 +25,18 @@ from pyspark.sql import SparkSession
 from resolver.lake.delta import properties_and_size, set_properties
 from resolver.lake.folders import APPLIED_PROPERTY, HOLDS_PROPERTY
 from resolver.spark import sql
-from resolver.tablestate import Marker
+from resolver.tablestate import Marker, Waiting
 
-__all__ = ["MARKER_PREFIX", "marker_of", "read_markers", "write_markers"]
+__all__ = ["MARKER_PREFIX", "WAITING_PREFIX", "LakeMarkers", "marker_of", "read_lake_markers", "read_markers",
+           "write_markers"]  # fmt: skip
 
 log = logging.getLogger(__name__)
 
 #: a table's entry among the lake's markers: ``resolver.marker.<schema.table>``
 MARKER_PREFIX = "resolver.marker."
+#: a table's events waiting in bronze (``resolver.batch.deferral``): ``resolver.waiting.<schema.table>``, its
+#: ``Waiting``'s text (empty: nothing waits)
+WAITING_PREFIX = "resolver.waiting."
 #: how many times a commit of the markers is tried when another writer's commit came between
 _ATTEMPTS = 5
 
@@ -42,26 +48,48 @@ def marker_of(store_props: dict[str, str], in_lake: Marker | None) -> Marker:
     return in_lake if in_lake is not None and in_lake.newer_than(store) else store
 
 
-def read_markers(spark: SparkSession, path: str) -> dict[str, Marker]:
-    """Every table's marker in the lake's markers at ``path`` (none before the lake's first batch), read from
-    the table's log: no Spark job."""
+@dataclass(frozen=True)
+class LakeMarkers:
+    """What the lake's markers hold: each table's marker, and the events of tables that wait in bronze."""
+
+    markers: dict[str, Marker] = field(default_factory=dict)
+    waiting: dict[str, Waiting] = field(default_factory=dict)
+
+
+def read_lake_markers(spark: SparkSession, path: str) -> LakeMarkers:
+    """The lake's markers at ``path`` (nothing before the lake's first batch), read from the table's log: no
+    Spark job."""
     if not DeltaTable.isDeltaTable(spark, path):
-        return {}
+        return LakeMarkers()
     props, _ = properties_and_size(DeltaTable.forPath(spark, path))
-    return {
-        key[len(MARKER_PREFIX) :]: Marker.parse_lake(text)
-        for key, text in props.items()
-        if key.startswith(MARKER_PREFIX)
+    markers = {
+        k[len(MARKER_PREFIX) :]: Marker.parse_lake(v) for k, v in props.items() if k.startswith(MARKER_PREFIX)
     }
+    waiting = {
+        k[len(WAITING_PREFIX) :]: Waiting.parse(v) for k, v in props.items() if k.startswith(WAITING_PREFIX)
+    }
+    return LakeMarkers(markers, {t: w for t, w in waiting.items() if w is not None})
 
 
-def write_markers(spark: SparkSession, path: str, markers: dict[str, Marker]) -> None:
-    """Set the markers of ``markers``' tables in the lake's markers at ``path`` (created by the first): one
-    Delta commit; the other tables' entries stay. A commit of another writer in between (two batches of
-    different tables on one lake) is retried on the table's new version."""
-    if not markers:
-        return
+def read_markers(spark: SparkSession, path: str) -> dict[str, Marker]:
+    """Every table's marker in the lake's markers at ``path`` (``read_lake_markers``)."""
+    return read_lake_markers(spark, path).markers
+
+
+def write_markers(
+    spark: SparkSession,
+    path: str,
+    markers: dict[str, Marker],
+    waiting: Mapping[str, Waiting | None] | None = None,
+) -> None:
+    """Set the markers of ``markers``' tables, and the waiting events of ``waiting``'s (None: nothing waits
+    any more), in the lake's markers at ``path`` (created by the first): one Delta commit; the other
+    tables' entries stay. A commit of another writer in between (two batches of different tables on one
+    lake) is retried on the table's new version."""
     props = {MARKER_PREFIX + table: marker.lake_text() for table, marker in sorted(markers.items())}
+    props.update({WAITING_PREFIX + t: w.text() if w else "" for t, w in sorted((waiting or {}).items())})
+    if not props:
+        return
     for attempt in range(1, _ATTEMPTS + 1):
         try:
             if DeltaTable.isDeltaTable(spark, path):

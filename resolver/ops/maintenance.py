@@ -82,7 +82,7 @@ def optimize(spark: SparkSession, lake: str, tables: Sequence[str] | None = None
             print(t["table"], t["layout"], t["files_before"], "->", t["files_after"])
     """
     chosen = select_tables(lake, tables, lake_folders(spark, lake))
-    return _each(chosen, lambda name: _kept_fresh(spark, lake, name, _optimize))
+    return _kept_fresh(spark, lake, chosen, _optimize)
 
 
 def _optimize(spark: SparkSession, path: str, name: str) -> dict[str, Any]:
@@ -259,7 +259,7 @@ def vacuum(
         def vacuum_one(spark: SparkSession, path: str, name: str) -> dict[str, Any]:
             return _vacuum(spark, path, name, retain_hours, False)
 
-        return _each(chosen, lambda name: _kept_fresh(spark, lake, name, vacuum_one))
+        return _kept_fresh(spark, lake, chosen, vacuum_one)
 
 
 def _listing_parallelism(spark: SparkSession) -> int:
@@ -296,41 +296,72 @@ def _vacuum(spark: SparkSession, path: str, name: str, retain_hours: float, dry_
 
 
 def _kept_fresh(
-    spark: SparkSession, lake: str, name: str, work: Callable[[SparkSession, str, str], dict[str, Any]]
-) -> dict[str, Any]:
-    """``work(spark, path, name)`` on the lake's table ``name``, whose commits change no row (OPTIMIZE,
-    VACUUM); on a change store whose marker was fresh before (its silver tables held all it held), the
-    marker is kept fresh: the lake's markers name the store's version after ``work``. Otherwise the next
-    batch would find the marker stale and resolve the table from its held changes in full."""
-    path = inside(lake, *name.split("/"))
-    kept = _fresh_marker(spark, lake, path) if name.startswith(_CHANGES) else None
-    out = work(spark, path, name)
-    if kept is not None:
-        table, marker, before = kept
-        after = _store_version(spark, path)
-        if after != before:
-            moved = replace(marker, applied=after, on_store=False)
-            write_markers(spark, Lake.at(lake).markers, {table: moved})
+    spark: SparkSession,
+    lake: str,
+    chosen: list[str],
+    work: Callable[[SparkSession, str, str], dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """``work(spark, path, name)`` on each of the lake's tables ``chosen`` (``_each``), whose commits change
+    no row (OPTIMIZE, VACUUM); a source table whose marker was fresh before (its silver tables held all its
+    change store held) keeps it fresh: the lake's markers name its store's version after ``work``, and the
+    silver versions it recorded move with them (``Marker.silver``: a later batch tells from them that no
+    batch wrote the silver tables since). Otherwise the next batch would find the marker stale and resolve
+    the table from its held changes in full. One commit of the lake's markers, after every table."""
+    by_source = _sources(spark, lake, chosen)
+    before = {t: _state(spark, lake, t) for t in sorted(set(by_source.values()))}
+    out = _each(chosen, lambda name: work(spark, inside(lake, *name.split("/")), name))
+    moved = {}
+    for table, was in before.items():
+        if was is None:
+            continue
+        marker, versions = was
+        now = _state(spark, lake, table)
+        if now is None:
+            continue
+        _, after = now
+        silver = marker.silver
+        if silver is not None:  # a version recorded before the work moves with it
+            silver = (
+                after[1] if silver[0] == versions[1] else silver[0],
+                after[2] if silver[1] == versions[2] else silver[1],
+            )
+        kept = replace(marker, applied=after[0], on_store=False, silver=silver)
+        if kept != replace(marker, on_store=False) or after[0] != versions[0]:
+            moved[table] = kept
+    write_markers(spark, Lake.at(lake).markers, moved)
     return out
 
 
-def _fresh_marker(spark: SparkSession, lake: str, path: str) -> tuple[str, Marker, int] | None:
-    """The change store's table, its marker and the store's version, when the marker is fresh."""
-    store = DeltaTable.forPath(spark, path)
-    props, _ = delta.properties_and_size(store)
-    table = props.get(TABLE_PROPERTY)
-    if not table:
-        return None
+def _sources(spark: SparkSession, lake: str, chosen: list[str]) -> dict[str, str]:
+    """The chosen tables that are a source table's (its change store, history or snapshot): path -> the
+    source table (``TABLE_PROPERTY``)."""
+    out = {}
+    for name in chosen:
+        if not (name.startswith(_CHANGES) or name.startswith("silver/")):
+            continue
+        props, _ = delta.properties_and_size(DeltaTable.forPath(spark, inside(lake, *name.split("/"))))
+        if props.get(TABLE_PROPERTY):
+            out[name] = props[TABLE_PROPERTY]
+    return out
+
+
+def _state(spark: SparkSession, lake: str, table: str) -> tuple[Marker, tuple[int, int, int]] | None:
+    """A source table's marker, when fresh, and its store's, history's and snapshot's latest versions (-1:
+    the table keeps none)."""
+    paths = Lake.at(lake).table(table)
+    versions = []
+    props: dict[str, str] = {}
+    for i, path in enumerate((paths.changes, paths.history, paths.snapshot)):
+        if not DeltaTable.isDeltaTable(spark, path):
+            if i == 0:
+                return None
+            versions.append(-1)
+            continue
+        found, _ = delta.properties_and_size(DeltaTable.forPath(spark, path))  # its log's latest commit
+        props = found if i == 0 else props
+        versions.append(delta.version(DeltaTable.forPath(spark, path)))
     marker = marker_of(props, read_markers(spark, Lake.at(lake).markers).get(table))
-    version = delta.version(store)
-    return (table, marker, version) if marker.fresh(version) else None
-
-
-def _store_version(spark: SparkSession, path: str) -> int:
-    """The store's latest version, its log read again."""
-    store = DeltaTable.forPath(spark, path)
-    delta.properties_and_size(store)  # brings the table's log up to its latest commit
-    return delta.version(store)
+    return (marker, (versions[0], versions[1], versions[2])) if marker.fresh(versions[0]) else None
 
 
 def _each(names: list[str], work: Callable[[str], dict[str, Any]]) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ OF``), and ``VACUUM`` never changes what it returns (``docs/operations.md``).
 from __future__ import annotations
 
 import difflib
+import logging
 import os
 import re
 from dataclasses import dataclass
@@ -26,6 +27,8 @@ from resolver.lake.folders import HISTORY, history_path, silver_tables, snapshot
 from resolver.lsn import format_lsn, parse_lsn
 from resolver.paths import is_uri
 from resolver.spark import sql
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Point", "as_of", "history_table", "history_tables", "point"]
 
@@ -165,6 +168,10 @@ def as_of(
     both or neither of ``time`` and ``lsn``, or a bad LSN or time. With ``lake`` None, ``table`` is the
     name the lake's catalog registered (``spark_catalog.cdc.public__customers``, ``resolver.lake.catalog``).
 
+    When events of the table wait in bronze under a freshness bound (docs/silver.md, "Tables that wait"),
+    the history holds none of them: a point at or after the first of them is logged as a warning (logger
+    ``resolver.ops.timetravel``) with up to which commit the table is complete.
+
     The DataFrame is lazy and unordered: one scan of the history table, in which Delta skips the files
     whose column statistics rule the point out.
 
@@ -182,5 +189,20 @@ def as_of(
 
         lake, table = locate(spark, table)
     history = spark.read.format("delta").load(history_table(lake, table, spark))
+    _warn_waiting(spark, lake, table, at.lsn)
     columns = [c for c in history.columns if not c.startswith("__")] + ["__start_lsn", "__start_time"]
     return history.filter(at.live()).select(*[sql.col(c) for c in columns])
+
+
+def _warn_waiting(spark: SparkSession, lake: str, table: str, lsn: int | None) -> None:
+    """Log a warning when events of ``table`` wait in bronze that a point at LSN ``lsn`` (None: a time,
+    which waiting events are not placed by) may need (``resolver.batch.deferral``)."""
+    from resolver.batch.deferral import waiting_note
+    from resolver.lake.folders import Lake
+    from resolver.lake.markers import read_lake_markers
+
+    waiting = read_lake_markers(spark, Lake.at(lake).markers).waiting.get(table)
+    if waiting is None or (lsn is not None and waiting.lo is not None and lsn < waiting.lo):
+        return
+    log.warning("%s: %s (resolver run or ingest without a freshness bound applies them)", table,
+                waiting_note(waiting))  # fmt: skip

@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pyspark.sql import SparkSession
 
 from resolver.batch.ingest import ingest_batch
-from resolver.config.batch_options import BatchOptions, ReadWindow
+from resolver.config.batch_options import BatchOptions, Freshness, ReadWindow
 from resolver.config.pipeline import Pipeline, load_pipeline
 from resolver.config.tableschema import TableSchema, load_schemas
 from resolver.errors import ConfigError
@@ -257,6 +257,7 @@ def _batch(
         window=ReadWindow(open_start=before is not None, open_end=True),
         partitions=pipeline.partitions,
         catalog=pipeline.catalog_target,
+        freshness=freshness_of(pipeline),
     )
     result = ingest_batch(spark, read, lake, fmt, schemas, options)
     log.info(
@@ -269,6 +270,12 @@ def _batch(
         time.monotonic() - started,
     )
     return result
+
+
+def freshness_of(pipeline: Pipeline) -> Freshness | None:
+    """The pipeline's freshness bound as a batch takes it (None: every table applied in every batch)."""
+    found = pipeline.freshness
+    return Freshness(found.seconds, found.below_events) if found is not None else None
 
 
 def _name(path: str) -> str:

@@ -16,7 +16,7 @@ from resolver.config.tableschema import TableSchema
 from resolver.errors import ConfigError
 from resolver.lake.deletion_vectors import from_bytes
 from resolver.lake.folders import Lake
-from resolver.lake.markers import read_markers
+from resolver.lake.markers import LakeMarkers, read_lake_markers
 from resolver.models import SchemaChanges
 from resolver.plan.coverage import unapplied
 from resolver.plan.evolution import TypeChange
@@ -29,6 +29,7 @@ from resolver.spark.expressions import interpret_below
 from resolver.spark.parallelism import parallel_tables
 from resolver.spark.small_graphs import small_graph_rows
 from resolver.tablelayout import TableLayout
+from resolver.tablestate import Waiting
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,14 @@ class BatchPlan:
     rejected: DataFrame | None = None
     failed: dict[str, str] = field(default_factory=dict)
     """Tables refused in this batch (with ``isolate``): table -> the one-line reason."""
+    waiting: dict[str, Waiting] = field(default_factory=dict)
+    """The lake's tables whose events wait in bronze before the batch (``resolver.batch.deferral``)."""
+    waits: dict[str, Waiting] = field(default_factory=dict)
+    """The tables the batch leaves waiting, with their events that wait after it (written with the
+    tables' markers)."""
+    due: frozenset[str] = frozenset()
+    """The tables whose waiting events the batch applies with its own: once applied, nothing of theirs
+    waits any more."""
 
     def table(self, table: str) -> TablePlan:
         """What the table's batch is handed."""
@@ -110,17 +119,19 @@ def plan_batch(
         return {t: m for t, m in meta.items() if include is None or include(t)}
 
     meta = metadata(events)
+    held = read_lake_markers(spark, lake.markers)  # every table's, once: no Spark job
+    waiting = held.waiting
     reasons = unknown_reasons(meta, schemas, policies, failed)
-    layouts = _layouts(spark, lake, meta, schemas or {}, options, failed)
+    layouts = _layouts(_Planning(spark, lake, held, schemas or {}, options), meta, failed)
     reasons += unsafe_reasons(layouts, schemas or {})
     if not reasons and not failed:
-        return BatchPlan(lake, meta, layouts)
+        return BatchPlan(lake, meta, layouts, waiting=waiting)
     if failed:  # their events are left out of this batch altogether (nothing written for those tables)
         events = events.filter(~F.col("table").isin(sorted(failed)))
     if not reasons:
         meta = metadata(events)
-        layouts = _layouts(spark, lake, meta, schemas or {}, options, None)
-        return BatchPlan(lake, meta, layouts, events, None, failed or {})
+        layouts = _layouts(_Planning(spark, lake, held, schemas or {}, options), meta, None)
+        return BatchPlan(lake, meta, layouts, events, None, failed or {}, waiting)
     reason: Column = F.coalesce(*reasons) if len(reasons) > 1 else reasons[0]
     tagged = events.withColumn("__reason", reason)
     accepted = tagged.filter(F.col("__reason").isNull()).drop("__reason")
@@ -134,18 +145,29 @@ def plan_batch(
         F.lit(None).cast("binary").alias("raw_bytes"),
     )
     meta = metadata(accepted)
-    layouts = _layouts(spark, lake, meta, schemas or {}, options, None)
-    return BatchPlan(lake, meta, layouts, accepted, rejected, failed or {})
+    layouts = _layouts(_Planning(spark, lake, held, schemas or {}, options), meta, None)
+    return BatchPlan(lake, meta, layouts, accepted, rejected, failed or {}, waiting)
+
+
+@dataclass(frozen=True)
+class _Planning:
+    """What every table's layout is planned against: the session, the lake and its markers as read once
+    (no Spark job), the schema files, and the batch's options."""
+
+    spark: SparkSession
+    lake: Lake
+    held: LakeMarkers
+    schemas: Mapping[str, TableSchema]
+    options: BatchOptions
 
 
 def _layouts(
-    spark: SparkSession,
-    lake: Lake,
-    meta: dict[str, TableMeta],
-    schemas: Mapping[str, TableSchema],
-    options: BatchOptions,
-    failed: dict[str, str] | None,
+    planning: _Planning, meta: dict[str, TableMeta], failed: dict[str, str] | None
 ) -> dict[str, TableLayout | None]:
+    spark, lake, held, schemas, options = (
+        planning.spark, planning.lake, planning.held, planning.schemas, planning.options
+    )  # fmt: skip
+
     def layout_or_failure(table: str) -> TableLayout | None:
         if failed is None:
             return layout(table)
@@ -161,7 +183,7 @@ def _layouts(
         if settings.key:  # the pipeline's key wins over the schema file's and the stream's
             schema = (schema or TableSchema(table=table)).model_copy(update={"primary_key": settings.key})
         policy = (schema.unsafe_type_change if schema else None) or options.policies.unsafe_type_change
-        out = table_layout(spark, lake.table(table), meta[table], schema, policy, markers.get(table))
+        out = table_layout(spark, lake.table(table), meta[table], schema, policy, held.markers.get(table))
         if out is None:
             return None
         missing = [c for c in settings.track_history or [] if c not in out.names]
@@ -178,7 +200,6 @@ def _layouts(
             schema_changes=settings.schema_changes or SchemaChanges.REWRITE,
         )
 
-    markers = read_markers(spark, lake.markers)  # every table's, once: no Spark job
     tables = [t for t in sorted(meta) if not failed or t not in failed]
     with ThreadPoolExecutor(max_workers=max(1, min(parallel_tables(spark), len(tables)))) as pool:
         return dict(zip(tables, pool.map(layout_or_failure, tables), strict=True))

@@ -45,7 +45,7 @@ def appends_only(
 ) -> bool:
     """Whether the table's batch only adds rows the table never held (see the module docstring)."""
     state, marker = layout.state, layout.state.marker
-    if state.is_new or not events.unseen or meta.lo is None:
+    if state.is_new or meta.lo is None or not events.unseen_by(layout.table, tables, marker):
         return False
     if meta.changes or meta.truncates or meta.skipped or exploded.moves or exploded.updates:
         return False

@@ -4,12 +4,13 @@ else for the lake's markers)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
-from resolver.lake import deletion_vectors
+from resolver.lake import deletion_vectors, delta
 from resolver.lake.delta import set_properties
 from resolver.lake.folders import (
     APPLIED_PROPERTY,
@@ -61,7 +62,8 @@ def open_batch_tables(spark: SparkSession, paths: TablePaths, layout: TableLayou
 def mark_applied(
     spark: SparkSession, layout: TableLayout, tables: BatchTables, marker: Marker
 ) -> Marker | None:
-    """The batch's marker (the silver tables now hold everything the store held at ``marker.applied``).
+    """The batch's marker (the silver tables now hold everything the store held at ``marker.applied``), with
+    the silver tables' versions after the batch's writes (``Marker.silver``).
     When the batch changed the table's schema version, drop points or deletion-vector flag, it is written
     with them to the store's properties, the table's last write (one commit; returns None), and the silver
     tables take the schema version. Otherwise it is returned, for the lake's markers: one commit for every
@@ -76,6 +78,9 @@ def mark_applied(
         ):
             if kept:
                 set_properties(spark, path, {SCHEMA_VERSION_PROPERTY: str(state.schema_version)})
+    # the silver tables' versions now: a later batch tells from them that nothing was written since
+    silver = tuple(-1 if t is None else delta.version(t) for t in (tables.history, tables.snapshot))
+    marker = dataclasses.replace(marker, silver=(silver[0], silver[1]))
     drops = json.dumps(layout.drop_state, sort_keys=True) if layout.drop_state else ""
     if drops and drops != state.drops_was:
         store_props[DROPS_PROPERTY] = drops

@@ -20,7 +20,7 @@ from resolver.spark import sql
 from resolver.table.key_ranges import KeyRange, range_sql
 from resolver.table.merge import merge_rows, merge_snapshot_rows
 from resolver.table.resolve import MAX_LSN, Holds, resolve_versions
-from resolver.table.table_steps import Affected, BatchTables, Exploded
+from resolver.table.table_steps import Affected, BatchTables, Exploded, silver_untouched
 from resolver.tablelayout import TableLayout
 
 __all__ = [
@@ -38,7 +38,9 @@ def batch_alone_suffices(
     """Whether the batch resolves from its own rows alone (see the module docstring): every event newer
     than all the table held, no key change or truncate held or sent, no drop point, no column whose
     history is not tracked (``layout.track``: a version then absorbs later ones), and no update lacking a
-    column (its value would be carried from the held row). The table keeps a history or a snapshot."""
+    column (its value would be carried from the held row). The table keeps a history or a snapshot, and
+    nothing was written to it since the marker (``silver_untouched``): a batch cut short after its silver
+    writes, applied again, finds them holding its versions already, which only the general way diffs."""
     return (
         affected.after_held
         and affected.nodes is not None
@@ -50,6 +52,7 @@ def batch_alone_suffices(
         and not layout.rescan
         and not layout.track
         and (tables.history is not None or tables.snapshot is not None)
+        and silver_untouched(tables, layout.state.marker)
     )
 
 

@@ -88,7 +88,7 @@ class LaterBatch:
             if pending is not None:
                 batch, adopted = batch.unionByName(pending), True
         moved = None
-        if events.unseen or self._newer_than_held(caught):
+        if events.unseen_by(name, self.tables, self.layout.state.marker) or self._newer_than_held(caught):
             counted, moves = counting_moves(batch)
             with step(spark, name, "store append"):
                 inserted, version = True, delta.append(store, self.tables.paths.changes, counted)
@@ -244,7 +244,9 @@ def continues_only(
     """Whether the table's batch only continues what the table held (see the module docstring), from what
     the plan, bronze's write, the explode's pass and the store's marker already know: no job of its own."""
     state, marker = layout.state, layout.state.marker
-    if state.is_new or not events.unseen or meta.lo is None or tables.snapshot is None:
+    if state.is_new or meta.lo is None or tables.snapshot is None:
+        return False
+    if not events.unseen_by(layout.table, tables, marker):
         return False
     if meta.truncates or meta.skipped or exploded.moves:
         return False

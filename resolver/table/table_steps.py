@@ -16,11 +16,13 @@ from typing import Any, Protocol
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame
 
+from resolver.lake import delta
 from resolver.lake.folders import TablePaths
 from resolver.table.key_ranges import KeyRange
 from resolver.tablelayout import TableLayout
+from resolver.tablestate import Marker, Waiting
 
-__all__ = ["Affected", "BatchEvents", "BatchTables", "Exploded", "Stored", "TableSteps"]
+__all__ = ["Affected", "BatchEvents", "BatchTables", "Exploded", "Stored", "TableSteps", "silver_untouched"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,34 @@ class BatchEvents:
     rows: DataFrame
     unseen: bool = False
     exploded: Mapping[str, Exploded] = field(default_factory=dict)
+    #: tables whose rows include their waiting events, read back from bronze (``resolver.batch.deferral``),
+    #: with what waited
+    read_back: Mapping[str, Waiting] = field(default_factory=dict)
+
+    def unseen_by(self, table: str, tables: BatchTables, marker: Marker) -> bool:
+        """Whether none of the table's rows of the batch is held by its change store or its silver tables.
+        Its own rows: when bronze took every event as new (``unseen``). Events read back from bronze (they
+        waited): when nothing was written to the table's Delta tables since its marker (a batch that
+        applied them and was cut short before the lake's markers took its commit wrote some), and the store's
+        *behind* ranges, which a catch-up adds to it from bronze, do not meet theirs."""
+        if not self.unseen:
+            return False
+        waited = self.read_back.get(table)
+        if waited is None:
+            return True
+        if not marker.fresh(delta.version(tables.store)) or not silver_untouched(tables, marker):
+            return False
+        lo, hi = waited.lo, waited.hi
+        return lo is None or hi is None or all(b < lo or a > hi for a, b in marker.behind)
+
+
+def silver_untouched(tables: BatchTables, marker: Marker) -> bool:
+    """Whether nothing was written to the table's silver tables since its marker (``Marker.silver``, their
+    versions then; a marker of an earlier release recorded none): a batch cut short after its silver
+    writes and before the lake's markers took its commit left them holding events the marker does not
+    know of."""
+    silver = tuple(-1 if t is None else delta.version(t) for t in (tables.history, tables.snapshot))
+    return marker.silver == silver
 
 
 @dataclass(frozen=True)
