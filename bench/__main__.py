@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
                 "G6": bench.g6_late,
                 "G7": bench.g7_run,
                 "G8": bench.g8_reapply,
-                "G9": lambda: many_table_goals(bench, {"g9", "small"}),
+                "G9": lambda: many_table_goals(bench, {"g9", "small", "waiting"}),
                 "G11": bench.g11_aging,
                 "G12": lambda: many_table_goals(bench, {"g12"}),
             }
