@@ -42,6 +42,7 @@ __all__ = [
     "Deferral",
     "applied_plan",
     "decide",
+    "due_now",
     "leave_waiting",
     "read_waiting",
     "waiting_lines",
@@ -80,12 +81,19 @@ def decide(plan: BatchPlan, freshness: Freshness | None, now: float) -> Deferral
                 continue
         if held is not None and table not in refused:
             due[table] = held
-    for table, held in plan.waiting.items():
-        if table in plan.meta or table in plan.failed:
-            continue
-        if freshness is None or held.due(freshness.seconds, now) or held.events >= freshness.below_events:
-            due[table] = held
+    absent = {t: w for t, w in plan.waiting.items() if t not in plan.meta and t not in plan.failed}
+    due.update(due_now(absent, freshness, now))
     return Deferral(waits, due)
+
+
+def due_now(waiting: Mapping[str, Waiting], freshness: Freshness | None, now: float) -> dict[str, Waiting]:
+    """Of tables whose events wait (and that a batch brings nothing of), those a batch at ``now`` applies:
+    every one without a bound, else those whose bound ran out or whose events reached its limit."""
+    return {
+        t: w
+        for t, w in waiting.items()
+        if freshness is None or w.due(freshness.seconds, now) or w.events >= freshness.below_events
+    }
 
 
 def _rows_only(meta: TableMeta, layout: TableLayout) -> bool:

@@ -3,7 +3,10 @@ before anything is written), quarantine what could not be read or what a policy 
 to bronze (the batch's schema changes logged beside it), then bring every table's silver tables up to date
 (``apply_tables``: every table's rows exploded in one Spark job, then the tables on a pool of threads, a
 table's steps in ``resolver.table.apply.apply_table``) and quarantine the values that did not fit their
-columns. ``resolver.batch.silver.apply_changes`` takes the same last steps for a DataFrame of events
+columns. Under a freshness bound, small tables' events wait in bronze and a later batch applies them with
+its own (``resolver.batch.deferral``); ``apply_waiting`` is a batch of no new events that applies those
+whose bound ran out (``resolver run`` runs it when the source brought no new file).
+``resolver.batch.silver.apply_changes`` takes the same last steps for a DataFrame of events
 (``apply_planned``: the schema log, then the tables)."""
 
 from __future__ import annotations
@@ -20,13 +23,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from resolver.batch.bronze import write_bronze
-from resolver.batch.deferral import applied_plan, decide, leave_waiting, waiting_note
+from resolver.batch.deferral import applied_plan, decide, due_now, leave_waiting, read_waiting, waiting_note
 from resolver.batch.read import ParsedBatch, read_wal2json
 from resolver.config.batch_options import BatchOptions, batch_options
 from resolver.config.tableschema import TableSchema, load_schemas
 from resolver.lake.catalog import LakeTable, check_names, lake_tables, register_names
 from resolver.lake.folders import Lake
-from resolver.lake.markers import write_markers
+from resolver.lake.markers import read_lake_markers, write_markers
 from resolver.lake.quarantine import write_quarantine, write_records
 from resolver.models import Format, IngestSummary, TableSummary
 from resolver.plan.batch_plan import BatchPlan, plan_batch
@@ -43,7 +46,7 @@ from resolver.table.table_steps import BatchEvents, Exploded
 from resolver.tablelayout import TableLayout
 from resolver.tablestate import Waiting
 
-__all__ = ["apply_planned", "apply_tables", "ingest", "ingest_batch", "log_schema_changes"]
+__all__ = ["apply_planned", "apply_tables", "apply_waiting", "ingest", "ingest_batch", "log_schema_changes"]
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +148,33 @@ def ingest_batch(
         tables=tables,
         open_from=open_from,
     )
+
+
+def apply_waiting(
+    spark: SparkSession,
+    lake: Lake,
+    schemas: Mapping[str, TableSchema] | None,
+    options: BatchOptions,
+    fmt: Format,
+) -> list[TableSummary]:
+    """Apply the events that wait in bronze and are due now (``due_now``: all of them without
+    ``options.freshness``), read back from bronze, as a batch of their own; returns the tables' summaries
+    (none when nothing is due). ``fmt``: the format the source's files are read as (the quarantine's
+    records of values that did not fit name it). The caller holds the lake's lock."""
+    with step(spark, "ingest", "plan"):
+        due = due_now(read_lake_markers(spark, lake.markers).waiting, options.freshness, time.time())
+        if not due:
+            return []
+        rows = read_waiting(spark, lake.bronze, due)
+        if rows is None:  # their batches added nothing new to bronze: nothing waits
+            write_markers(spark, lake.markers, {}, dict.fromkeys(due))
+            return []
+        plan = replace(plan_batch(spark, rows, lake, schemas, options), due=frozenset(due))
+    log.info("applying the events that waited in bronze of %d table(s): %s", len(due), ", ".join(sorted(due)))
+    read_back = {t: w for t, w in due.items() if w.versions}
+    tables, bad = apply_tables(spark, BatchEvents(rows, True, read_back=read_back), plan, options)
+    write_records(spark, lake.quarantine, bad, fmt.value)
+    return tables
 
 
 def _with_waited(summary: TableSummary, waited: Waiting | None) -> TableSummary:

@@ -315,10 +315,7 @@ def _kept_fresh(
         if was is None:
             continue
         marker, versions = was
-        now = _state(spark, lake, table)
-        if now is None:
-            continue
-        _, after = now
+        after, _ = _versions(spark, lake, table)
         silver = marker.silver
         if silver is not None:  # a version recorded before the work moves with it
             silver = (
@@ -346,22 +343,28 @@ def _sources(spark: SparkSession, lake: str, chosen: list[str]) -> dict[str, str
 
 
 def _state(spark: SparkSession, lake: str, table: str) -> tuple[Marker, tuple[int, int, int]] | None:
-    """A source table's marker, when fresh, and its store's, history's and snapshot's latest versions (-1:
-    the table keeps none)."""
+    """A source table's marker, when fresh, and its tables' versions (``_versions``); None otherwise."""
+    versions, props = _versions(spark, lake, table)
+    if versions[0] < 0:
+        return None
+    marker = marker_of(props, read_markers(spark, Lake.at(lake).markers).get(table))
+    return (marker, versions) if marker.fresh(versions[0]) else None
+
+
+def _versions(spark: SparkSession, lake: str, table: str) -> tuple[tuple[int, int, int], dict[str, str]]:
+    """A source table's change store's, history's and snapshot's latest versions (-1: none), and its
+    store's properties."""
     paths = Lake.at(lake).table(table)
     versions = []
     props: dict[str, str] = {}
     for i, path in enumerate((paths.changes, paths.history, paths.snapshot)):
         if not DeltaTable.isDeltaTable(spark, path):
-            if i == 0:
-                return None
             versions.append(-1)
             continue
         found, _ = delta.properties_and_size(DeltaTable.forPath(spark, path))  # its log's latest commit
         props = found if i == 0 else props
         versions.append(delta.version(DeltaTable.forPath(spark, path)))
-    marker = marker_of(props, read_markers(spark, Lake.at(lake).markers).get(table))
-    return (marker, (versions[0], versions[1], versions[2])) if marker.fresh(versions[0]) else None
+    return (versions[0], versions[1], versions[2]), props
 
 
 def _each(names: list[str], work: Callable[[str], dict[str, Any]]) -> list[dict[str, Any]]:

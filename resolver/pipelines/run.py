@@ -27,12 +27,12 @@ import logging
 import time
 import uuid
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
 
-from resolver.batch.ingest import ingest_batch
+from resolver.batch.ingest import apply_waiting, ingest_batch
 from resolver.config.batch_options import BatchOptions, Freshness, ReadWindow
 from resolver.config.pipeline import Pipeline, load_pipeline
 from resolver.config.tableschema import TableSchema, load_schemas
@@ -178,6 +178,12 @@ def apply_new_files(
         if len(done) < len(chunk) and start + len(chunk) >= len(todo):
             break  # the rest is inside a transaction whose commit has not landed: nothing more to read now
         start, width = start + (len(done) or len(chunk)), size
+    if pipeline.freshness is not None:  # small tables' events whose bound ran out, even with no new file
+        waited = apply_waiting(spark, lake, schemas, _options(pipeline, "waited"), fmt)
+        if waited:
+            batches.append(IngestSummary(files=0, transactions=0, events_read=0, accepted=0, duplicates=0,
+                                         quarantined=0, messages=0, tables=waited))  # fmt: skip
+            failed.update({t.table: t.error for t in waited if t.error is not None})
     warnings = [hint.line() for routes in routes_files(files, fs) for hint in routes.copy_again]
     for line in warnings:
         log.warning("%s", line)
@@ -241,23 +247,9 @@ def _batch(
         "%s: %d file(s) (%s)%s", label, len(chunk), names, " with their neighbours" if before or after else ""
     )
     done: list[str] = []
-
-    def on_table(table: TableSummary) -> None:
-        done.append(table.table)
-        state = f"FAILED: {table.error}" if table.error else f"{table.events} event(s)"
-        log.info("%s: table %s done (%d), %s", label, table.table, len(done), state)
-
     started = time.monotonic()
-    options = BatchOptions(
-        policies=pipeline.policies,
-        settings=pipeline.settings,
-        include=pipeline.included,
-        isolate=True,
-        on_table=on_table,
-        window=ReadWindow(open_start=before is not None, open_end=True),
-        partitions=pipeline.partitions,
-        catalog=pipeline.catalog_target,
-        freshness=freshness_of(pipeline),
+    options = replace(
+        _options(pipeline, label, done), window=ReadWindow(open_start=before is not None, open_end=True)
     )
     result = ingest_batch(spark, read, lake, fmt, schemas, options)
     log.info(
@@ -270,6 +262,28 @@ def _batch(
         time.monotonic() - started,
     )
     return result
+
+
+def _options(pipeline: Pipeline, label: str, done: list[str] | None = None) -> BatchOptions:
+    """A batch's options from the pipeline; each table done is logged under ``label`` (and named in
+    ``done``)."""
+    finished = done if done is not None else []
+
+    def on_table(table: TableSummary) -> None:
+        finished.append(table.table)
+        state = f"FAILED: {table.error}" if table.error else f"{table.events} event(s)"
+        log.info("%s: table %s done (%d), %s", label, table.table, len(finished), state)
+
+    return BatchOptions(
+        policies=pipeline.policies,
+        settings=pipeline.settings,
+        include=pipeline.included,
+        isolate=True,
+        on_table=on_table,
+        partitions=pipeline.partitions,
+        catalog=pipeline.catalog_target,
+        freshness=freshness_of(pipeline),
+    )
 
 
 def freshness_of(pipeline: Pipeline) -> Freshness | None:

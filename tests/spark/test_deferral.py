@@ -193,3 +193,36 @@ def test_a_table_applies_what_waited_when_its_events_reach_the_limit_or_the_boun
     assert read_lake_markers(spark, lake.markers).waiting == {}
     ingest(spark, _write(files, "e"), lake.root, "wal2json-v2")
     assert _rows(spark, Path(lake.root)) == rows["abcdef"]
+
+
+def test_a_run_lets_small_tables_wait_says_so_and_applies_them_once_the_bound_ran_out_with_no_new_file(
+    spark: SparkSession,
+    tmp_path: Path,
+    reference: tuple[Path, dict[str, Any]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from resolver.cli.main import main
+    from resolver.pipelines.run import run_pipeline
+    from tests.pipelines import pipeline_file
+
+    files, rows = reference
+    pipeline = pipeline_file(tmp_path, 1, freshness="{seconds: 3600}")
+    for i, name in enumerate("abcde"):
+        (tmp_path / "landing" / f"{i:04d}.json").write_text((files / f"{name}.json").read_text())
+    summary = run_pipeline(spark, str(pipeline))
+    assert len(summary.batches) == 5 and not summary.failed_tables
+    lake = tmp_path / "lake"
+    assert _rows(spark, lake) == rows["a"]  # a's batch made the tables; b to e wait
+    assert main(["run", str(pipeline), "--status"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"lake {lake}/: freshness 3600 s", out
+    assert [line.split(":")[0] for line in out[1:]] == list(TABLES), out
+    assert "public.items: 6 event(s) wait in bronze" in out[2], out
+    assert "silver tables complete before commit LSN" in out[2], out
+
+    pipeline_file(tmp_path, 1, freshness="{seconds: 0}")  # the bound runs out: no new file, and yet
+    summary = run_pipeline(spark, str(pipeline))
+    assert summary.files_new == 0 and len(summary.batches) == 1
+    assert sorted(t.table for t in summary.batches[0].tables) == list(TABLES)
+    assert _rows(spark, lake) == rows["abcde"]
+    assert read_lake_markers(spark, Lake.at(str(lake)).markers).waiting == {}
