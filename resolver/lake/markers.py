@@ -4,7 +4,7 @@ after the batch's last table, as properties of one lake-level table (``_resolver
 read back with no Spark job at the next batch's start (``resolver.plan.batch_plan``).
 
 A table's marker used to be a commit of its own change store's properties, the last write of its batch: a
-Delta commit per table and batch (0.1-0.3 s each on 2 cores; ``bench.prototypes``). A batch that changes a
+Delta commit per table and batch (0.1-0.3 s each on 2 cores; bench/README.md). A batch that changes a
 table's schema version, drop points or deletion-vector flag still writes that table's marker there, with
 those properties, in the same commit (``resolver.table.batch_tables.mark_applied``); of the two, the newer
 is the table's marker (``Marker.newer_than``). A run cut short before the lake's commit leaves every table of
