@@ -107,7 +107,7 @@ def ingest_batch(
         with expressions_for(spark, counts["events"]):  # a small batch's expressions interpreted
             unread, refused = _quarantine(spark, lake.quarantine, batch, plan, counts["quarantined"])
             if applied.rejected is not None and applied is not plan:  # waiting events a policy now refuses
-                refused += _quarantine(spark, lake.quarantine, batch, applied, 0)[1]
+                refused += write_records(spark, lake.quarantine, applied.rejected, batch.format.value)
             # bronze and the schema log are different Delta tables, and neither is read before the tables'
             # steps: the schema log's write (a lake's first batch, a schema change) runs beside bronze's
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="schema-log") as side:
@@ -173,7 +173,8 @@ def apply_waiting(
     log.info("applying the events that waited in bronze of %d table(s): %s", len(due), ", ".join(sorted(due)))
     read_back = {t: w for t, w in due.items() if w.versions}
     tables, bad = apply_tables(spark, BatchEvents(rows, True, read_back=read_back), plan, options)
-    write_records(spark, lake.quarantine, bad, fmt.value)
+    for records in (plan.rejected, bad):  # events a policy now refuses; values that did not fit
+        write_records(spark, lake.quarantine, records, fmt.value)
     return tables
 
 
