@@ -5,7 +5,6 @@ general way gives them, in any batch order, with late events and events delivere
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -14,28 +13,14 @@ from pyspark.sql import SparkSession
 
 from resolver import ingest
 from resolver.lake.folders import history_path, snapshot_path
-from resolver.lsn import format_lsn
+from tests.v2_frames import v2_txn
 
 TABLE = "public.events"
 
 
 def _txn(lsn: int, *changes: tuple[str, int, str | None]) -> list[str]:
     """A format-2 transaction committed at ``lsn``: (action, id, text) changes of ``public.events``."""
-    frame = {"xid": lsn, "timestamp": f"2024-01-01 00:{lsn // 60 % 60:02d}:{lsn % 60:02d}+00"}
-    frame |= {"lsn": format_lsn(lsn), "nextlsn": format_lsn(lsn)}
-    out = [json.dumps({"action": "B", **frame})]
-    for action, key, text in changes:
-        record: dict[str, Any] = {"action": action, "xid": lsn, "lsn": format_lsn(lsn), "schema": "public"}
-        record |= {"table": "events", "pk": [{"name": "id", "type": "bigint"}]}
-        ident = [{"name": "id", "type": "bigint", "value": key}]
-        columns = [*ident, {"name": "body", "type": "text", "value": text}]
-        if action in ("I", "U"):
-            record["columns"] = columns
-        if action in ("U", "D"):
-            record["identity"] = ident
-        out.append(json.dumps(record))
-    out.append(json.dumps({"action": "C", **frame}))
-    return out
+    return v2_txn(lsn, *[(action, "events", key, text, None) for action, key, text in changes])
 
 
 #: batches of one file each, in commit order: inserts of new, growing keys (appended), an update and a

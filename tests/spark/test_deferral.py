@@ -7,7 +7,6 @@ cut short after its silver writes and before the lake's markers."""
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 from pathlib import Path
@@ -20,48 +19,26 @@ from pyspark.sql import SparkSession
 from resolver import BatchOptions, Freshness, ingest
 from resolver.lake.folders import Lake, history_path, snapshot_path
 from resolver.lake.markers import read_lake_markers
-from resolver.lsn import format_lsn
 from resolver.ops.timetravel import as_of
+from tests.v2_frames import v2_txn
 
 TABLES = ("public.events", "public.items")
 WAIT = BatchOptions(freshness=Freshness(3600))  # nothing runs out during a test
-
-
-def _txn(lsn: int, *changes: tuple[str, str, int, str | None, int | None]) -> list[str]:
-    """A format-2 transaction committed at ``lsn``: (action, table, id, text, old id) changes; the old id of
-    an update that changes the key."""
-    frame = {"xid": lsn, "timestamp": f"2024-01-01 00:{lsn // 60 % 60:02d}:{lsn % 60:02d}+00"}
-    frame |= {"lsn": format_lsn(lsn), "nextlsn": format_lsn(lsn)}
-    out = [json.dumps({"action": "B", **frame})]
-    for action, table, key, text, old in changes:
-        record: dict[str, Any] = {"action": action, "xid": lsn, "lsn": format_lsn(lsn), "schema": "public"}
-        record |= {"table": table, "pk": [{"name": "id", "type": "bigint"}]}
-        ident = [{"name": "id", "type": "bigint", "value": key if old is None else old}]
-        if action in ("I", "U"):
-            record["columns"] = [
-                {"name": "id", "type": "bigint", "value": key},
-                {"name": "body", "type": "text", "value": text},
-            ]
-        if action in ("U", "D"):
-            record["identity"] = ident
-        out.append(json.dumps(record))
-    out.append(json.dumps({"action": "C", **frame}))
-    return out
 
 
 #: one file per batch: a seeds both tables; b and c change both (an update, a key change, deletes, an
 #: insert of a deleted key); d holds a late update of events' key 1 (before b) and items only after;
 #: e changes items only, f events only
 FILES = {
-    "a": _txn(100, ("I", "events", 1, "a1", None), ("I", "events", 2, "a2", None))
-    + _txn(110, ("I", "items", 1, "i1", None), ("I", "items", 2, "i2", None)),
-    "b": _txn(200, ("U", "events", 2, "b2", None), ("I", "events", 3, "b3", None))
-    + _txn(210, ("I", "items", 3, "i3", None)),
-    "c": _txn(300, ("U", "events", 30, "c30", 3), ("D", "items", 1, None, None))
-    + _txn(310, ("D", "events", 1, None, None), ("I", "items", 1, "c1", None)),
-    "d": _txn(150, ("U", "events", 1, "late1", None)) + _txn(400, ("U", "items", 2, "d2", None)),
-    "e": _txn(500, ("I", "items", 5, "e5", None), ("D", "items", 3, None, None)),
-    "f": _txn(600, ("I", "events", 6, "f6", None)),
+    "a": v2_txn(100, ("I", "events", 1, "a1", None), ("I", "events", 2, "a2", None))
+    + v2_txn(110, ("I", "items", 1, "i1", None), ("I", "items", 2, "i2", None)),
+    "b": v2_txn(200, ("U", "events", 2, "b2", None), ("I", "events", 3, "b3", None))
+    + v2_txn(210, ("I", "items", 3, "i3", None)),
+    "c": v2_txn(300, ("U", "events", 30, "c30", 3), ("D", "items", 1, None, None))
+    + v2_txn(310, ("D", "events", 1, None, None), ("I", "items", 1, "c1", None)),
+    "d": v2_txn(150, ("U", "events", 1, "late1", None)) + v2_txn(400, ("U", "items", 2, "d2", None)),
+    "e": v2_txn(500, ("I", "items", 5, "e5", None), ("D", "items", 3, None, None)),
+    "f": v2_txn(600, ("I", "events", 6, "f6", None)),
 }  # fmt: skip
 
 
