@@ -4,6 +4,7 @@ the jobs of each step (``resolver.spark.steps``: the description every job of a 
     python -m bench.steps                                  # samples/seed000: batches 1, 2, 3, batch 1 again
     python -m bench.steps landing/0001.json landing/0002.json
     python -m bench.steps --tables 20          # three batches of 100 events on each of 20 tables (G9's)
+    python -m bench.steps --tables 20 --inserts   # the same, every event a new row (G12's)
     python -m bench.steps --jobs --cpu         # also every job's seconds, and the JVM's CPU by thread group
  Jobs and seconds are summed over the batch's tables (a step that runs no job is listed when it takes
 0.05 s or more); jobs no step claims (Delta's log replays on a thread between steps,
@@ -90,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--tables", type=int, help="instead of files: 3 batches of 100 events on N tables")
     parser.add_argument(
+        "--inserts", action="store_true", help="with --tables: every event inserts a new row (G12's batches)"
+    )
+    parser.add_argument(
         "--cpu", action="store_true", help="also the driver JVM's CPU seconds by thread group (Linux's /proc)"
     )
     args = parser.parse_args(argv)
@@ -103,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     cpu = JvmCpu(driver_pid(spark)) if args.cpu else None
     with tempfile.TemporaryDirectory(prefix="bench-steps-") as tmp:
         lake = os.path.join(tmp, "lake")
-        files = _many_tables(args.tables, tmp) if args.tables else args.files or SEED000
+        files = _many_tables(args.tables, tmp, args.inserts) if args.tables else args.files or SEED000
         for path in files:
             times.seconds.clear()
             cpu_before = cpu.read() if cpu else None
@@ -141,13 +145,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _many_tables(tables: int, folder: str) -> list[str]:
+def _many_tables(tables: int, folder: str, inserts: bool) -> list[str]:
     """Three batches of 100 events (``bench.workload``, seed 9), each on ``tables`` tables at once, as G9
-    writes them (``bench.many_tables``)."""
+    writes them (``bench.many_tables``); ``inserts``: every event inserts a new row, as G12's."""
     from bench.many_tables import EVENTS, write_tables
     from bench.workload import Spec, generate
 
-    work = generate(Spec(batch_events=EVENTS, batches=3, seed=9))
+    mix = {"insert": 1.0, "update": 0.0, "delete": 0.0} if inserts else {}
+    work = generate(Spec(batch_events=EVENTS, batches=3, seed=9, **mix))
     return [
         write_tables(batch.txns, tables, os.path.join(folder, f"batch{i + 1}-{tables}-tables.json"))
         for i, batch in enumerate(work.batches)

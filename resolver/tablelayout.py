@@ -80,6 +80,6 @@ class TableLayout:
         return [c.name for c in self.columns if c.name not in self.key]
 
     def key_struct_type(self) -> T.StructType:
-        return T.StructType(
-            [T.StructField(k, T._parse_datatype_string(self.column(k).type)) for k in self.key]  # noqa: SLF001
-        )
+        from resolver.spark.sql import parse_type
+
+        return T.StructType([T.StructField(k, parse_type(self.column(k).type)) for k in self.key])

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import reduce
@@ -109,21 +109,28 @@ def ingest_batch(
             if applied.rejected is not None and applied is not plan:  # waiting events a policy now refuses
                 refused += write_records(spark, lake.quarantine, applied.rejected, batch.format.value)
             # bronze and the schema log are different Delta tables, and neither is read before the tables'
-            # steps: the schema log's write (a lake's first batch, a schema change) runs beside bronze's
-            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="schema-log") as side:
+            # steps: the schema log's write (a lake's first batch, a schema change) and the tables' explode
+            # (mostly the driver's planning of each table's projections) run beside bronze's write
+            with ThreadPoolExecutor(max_workers=2, thread_name_prefix="beside-bronze") as side:
                 logged = side.submit(log_schema_changes, spark, applied)
+                exploding = side.submit(explode_applied, spark, rows, applied)
                 try:
                     with step(spark, "ingest", "bronze"):
                         lo, hi = counts.get("min_commit_lsn"), counts.get("max_commit_lsn")
                         metrics, version = write_bronze(spark, lake.bronze, events, lo, hi, batch.files)
-                finally:
-                    logged.result()  # waited for (and its error raised) whatever bronze's write did
+                    logged.result()  # its error raised, whatever bronze's write did
+                except BaseException:
+                    wait([logged, exploding])
+                    if exploding.exception() is None:
+                        release(e.rows for e in exploding.result().values())
+                    raise
+                exploded = exploding.result()
             accepted = metrics.get("numTargetRowsInserted", 0)
             unseen = accepted > 0 and accepted == counts["events"]  # then no change store holds any of them
             applied = leave_waiting(applied, plan, deferral, version if accepted else None)
             read_back = {t: w for t, w in deferral.due.items() if w.versions}
             tables, bad = apply_tables(
-                spark, BatchEvents(rows, unseen, read_back=read_back), applied, options
+                spark, BatchEvents(rows, unseen, exploded, read_back), applied, options
             )
             tables = [_with_waited(t, deferral.due.get(t.table)) for t in tables]
             tables = sorted(tables + _waiting_summaries(applied, plan, options), key=lambda t: t.table)
@@ -237,6 +244,16 @@ def _quarantine(
     return unread, refused
 
 
+def explode_applied(spark: SparkSession, rows: DataFrame, plan: BatchPlan) -> Mapping[str, Exploded]:
+    """Every table's rows the planned batch applies (``rows``: the batch's events), exploded in one Spark
+    job (``_explode_tables``), for ``apply_tables``."""
+    if plan.accepted is not None:
+        rows = plan.accepted
+    refused = plan.unapplied
+    layouts = {t: layout for t, layout in plan.layouts.items() if layout is not None and t not in refused}
+    return _explode_tables(spark, rows, layouts)
+
+
 def _explode_tables(
     spark: SparkSession, rows: DataFrame, layouts: Mapping[str, TableLayout]
 ) -> Mapping[str, Exploded]:
@@ -277,19 +294,20 @@ def apply_tables(
     spark: SparkSession, events: BatchEvents, plan: BatchPlan, options: BatchOptions
 ) -> tuple[list[TableSummary], DataFrame | None]:
     """Apply a planned batch whose schema changes are logged to every table's silver tables: every applied
-    table's rows exploded in one Spark job (``_explode_tables``), then the tables on a pool of threads
+    table's rows exploded in one Spark job (``explode_applied``; ``events.exploded`` when the caller did it
+    already), then the tables on a pool of threads
     (``resolver.table.apply.apply_table``). Returns the tables' summaries, sorted by table name, and the
     records of values that did not fit their columns, for the quarantine (None: there were none).
     ``events.unseen`` says the lake held none of these events before (``ingest`` knows it from bronze's
     write): each table's change store is then appended to without looking for them first."""
+    if not events.exploded:  # not exploded beside bronze's write (``ingest_batch``): exploded here
+        events = replace(events, exploded=explode_applied(spark, events.rows, plan))
     if plan.accepted is not None:
         events = replace(events, rows=plan.accepted)
     meta = plan.meta
     refused = plan.unapplied
     for table, why in sorted(refused.items()):
         log.info("table %s not applied: %s", table, why)
-    layouts = {t: layout for t, layout in plan.layouts.items() if layout is not None and t not in refused}
-    events = replace(events, exploded=_explode_tables(spark, events.rows, layouts))
 
     def one(table: str) -> TableApplied:
         result: TableApplied

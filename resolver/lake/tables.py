@@ -56,12 +56,20 @@ TECH_HISTORY = [
 ]
 
 
-def open_tables(
-    spark: SparkSession, paths: TablePaths, layout: TableLayout
-) -> tuple[DeltaTable, DeltaTable | None, DeltaTable | None]:
-    """The change store, history and snapshot of the table, created or widened to the layout's columns
-    (None for a silver table the table's settings do not keep)."""
-    source = T.StructType([T.StructField(c.name, T._parse_datatype_string(c.type)) for c in layout.columns])  # noqa: SLF001
+@dataclass(frozen=True)
+class OpenedTables:
+    """The table's change store, history and snapshot (None: a silver table its settings do not keep), and
+    whether this opening created a silver table."""
+
+    store: DeltaTable
+    history: DeltaTable | None
+    snapshot: DeltaTable | None
+    silver_created: bool
+
+
+def open_tables(spark: SparkSession, paths: TablePaths, layout: TableLayout) -> OpenedTables:
+    """The change store, history and snapshot of the table, created or widened to the layout's columns."""
+    source = T.StructType([T.StructField(c.name, sql.parse_type(c.type)) for c in layout.columns])
     props = {
         KEY_PROPERTY: json.dumps(list(layout.key)),
         KEY_SOURCE_PROPERTY: layout.key_source,
@@ -74,16 +82,17 @@ def open_tables(
     store_spec = _Spec(
         store_schema, {"delta.appendOnly": "true", **props}, f"{layout.table}: typed change events"
     )
-    store = _open(spark, paths.changes, store_spec, source, layout, SchemaChanges.METADATA)
+    store, _ = _open(spark, paths.changes, store_spec, source, layout, SchemaChanges.METADATA)
     history = snapshot = None
+    history_created = snapshot_created = False
     silver_props = {**SILVER_PROPERTIES, **deletion_vectors.created_with(spark), **props}
     if layout.history:
         spec = _Spec(history_schema, silver_props, f"{layout.table}: history (SCD2)", cluster)
-        history = _open(spark, paths.history, spec, source, layout, layout.schema_changes)
+        history, history_created = _open(spark, paths.history, spec, source, layout, layout.schema_changes)
     if layout.snapshot:
         spec = _Spec(snapshot_schema, silver_props, f"{layout.table}: snapshot (SCD1)", cluster)
-        snapshot = _open(spark, paths.snapshot, spec, source, layout, layout.schema_changes)
-    return store, history, snapshot
+        snapshot, snapshot_created = _open(spark, paths.snapshot, spec, source, layout, layout.schema_changes)
+    return OpenedTables(store, history, snapshot, history_created or snapshot_created)
 
 
 def _schemas(source: T.StructType, key_t: T.StructType) -> tuple[T.StructType, T.StructType, T.StructType]:
@@ -104,12 +113,12 @@ def _schemas(source: T.StructType, key_t: T.StructType) -> tuple[T.StructType, T
             T.StructField("__line", T.LongType()),
         ]
     )
-    tech_h = [T.StructField(n, T._parse_datatype_string(t)) for n, t in TECH_HISTORY]  # noqa: SLF001
+    tech_h = [T.StructField(n, sql.parse_type(t)) for n, t in TECH_HISTORY]
     history_schema = T.StructType(
         [*source.fields, *tech_h, T.StructField("__moved_from", key_t), T.StructField("__moved_to", key_t)]
     )
     snapshot_schema = T.StructType(
-        [*source.fields, *[T.StructField(n, T._parse_datatype_string(t)) for n, t in TECH_SNAPSHOT]]  # noqa: SLF001
+        [*source.fields, *[T.StructField(n, sql.parse_type(t)) for n, t in TECH_SNAPSHOT]]
     )
     return store_schema, history_schema, snapshot_schema
 
@@ -132,18 +141,21 @@ def _open(
     source: T.StructType,
     layout: TableLayout,
     changes: SchemaChanges,
-) -> DeltaTable:
+) -> tuple[DeltaTable, bool]:
     """One Delta table of the table, created if new (``spec``), its columns renamed, added and widened to
-    ``source``: renames and type changes rewritten into the table or made in its metadata (``changes``)."""
-    if DeltaTable.isDeltaTable(spark, path):  # a table that exists is opened (its creation a no-op, slower)
-        table = DeltaTable.forPath(spark, path)
-        if changes is SchemaChanges.REWRITE and _rewrite(spark, path, table, spec.schema, layout):
-            table = DeltaTable.forPath(spark, path)
-    else:
+    ``source``: renames and type changes rewritten into the table or made in its metadata (``changes``).
+    Returns the table and whether it was created."""
+    table = delta.open_table(spark, path)  # a table that exists is opened (its creation a no-op, slower)
+    created = table is None
+    if table is None:
         table = delta.ensure_table(spark, path, spec.schema, spec.properties, spec.comment, spec.cluster)
-    if _rename(spark, path, {f.name for f in table.toDF().schema.fields}, layout):
+    elif changes is SchemaChanges.REWRITE and _rewrite(spark, path, table, spec.schema, layout):
         table = DeltaTable.forPath(spark, path)
-    have = {f.name: f.dataType for f in table.toDF().schema.fields}
+    fields = table.toDF().schema.fields
+    if _rename(spark, path, {f.name for f in fields}, layout):
+        table = DeltaTable.forPath(spark, path)
+        fields = table.toDF().schema.fields
+    have = {f.name: f.dataType for f in fields}
     new = [f for f in source.fields if f.name not in have]
     changed = [f for f in source.fields if f.name not in have or have[f.name] != f.dataType]
     if any(isinstance(f.dataType, T.TimestampNTZType) for f in changed):
@@ -156,7 +168,7 @@ def _open(
     widened = _widen(spark, path, have, source, layout)
     if new or widened:
         table = DeltaTable.forPath(spark, path)
-    return table
+    return table, created
 
 
 def _rename(spark: SparkSession, path: str, have: set[str], layout: TableLayout) -> bool:
@@ -215,16 +227,20 @@ def _rewrite(
     have = {f.name for f in rows.schema.fields}
     renames = {old: new for old, new in layout.renames if old in have and new not in have}
     wanted = {f.name: f.dataType for f in target.fields}
-    columns, changed = [], False
+    shaped = []
     for f in rows.schema.fields:
         name = renames.get(f.name, f.name)
         typ = wanted.get(name, f.dataType)
         if isinstance(f.dataType, T.StructType):  # a key struct: its fields renamed and widened, no more
             typ = _reshaped(f.dataType, typ, renames)
+        shaped.append((f, name, typ))
+    if all(name == f.name and typ == f.dataType for f, name, typ in shaped):
+        return False  # decided in Python: the columns below are built only for a rewrite
+    columns = []
+    for f, name, typ in shaped:
         if name == f.name and typ == f.dataType:
             columns.append(F.col(sql.ident(f.name)))
             continue
-        changed = True
         meta = {k: v for k, v in f.metadata.items() if not k.startswith("delta.")}
         if name != f.name:
             meta[FORMER_NAMES] = [*meta.get(FORMER_NAMES, []), f.name]
@@ -232,8 +248,6 @@ def _rewrite(
         elif f.name not in _KEY_STRUCTS:
             log.info("%s: widening %s to %s", path, f.name, typ.simpleString())
         columns.append(F.col(sql.ident(f.name)).cast(typ).alias(name, metadata=meta))
-    if not changed:
-        return False
     if any(isinstance(t, T.TimestampNTZType) for t in wanted.values()):
         set_properties(spark, path, {"delta.feature.timestampNtz": "supported"})
     with lake_writes(spark):

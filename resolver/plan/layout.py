@@ -7,13 +7,12 @@ import json
 import logging
 from dataclasses import dataclass
 
-from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
 from resolver.config.policy import Policy
 from resolver.config.tableschema import ColumnSpec, TableSchema
 from resolver.errors import ConfigError
-from resolver.lake.delta import properties_and_size
+from resolver.lake.delta import open_table, properties_and_size
 from resolver.lake.folders import (
     DELETION_VECTORS_PROPERTY,
     DROPS_PROPERTY,
@@ -136,8 +135,8 @@ def _lake_columns(
     existing: list[Column_] = []
     props: dict[str, str] = {}
     store_bytes = 0
-    if DeltaTable.isDeltaTable(spark, path):
-        target = DeltaTable.forPath(spark, path)
+    target = open_table(spark, path)
+    if target is not None:
         props, store_bytes = properties_and_size(target)
         existing = [
             Column_(

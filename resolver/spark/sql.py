@@ -9,13 +9,16 @@ source column is referenced through ``col`` below. No Spark at import time.
 
 from __future__ import annotations
 
+import copy
+import functools
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
+    from pyspark.sql import types as T
 
-__all__ = ["col", "delta_path", "ident", "literal", "string"]
+__all__ = ["col", "delta_path", "ident", "literal", "parse_type", "string", "type_sql"]
 
 
 def ident(name: str) -> str:
@@ -49,3 +52,31 @@ def col(name: str, *fields: str) -> Column:
     from pyspark.sql import functions as F
 
     return F.col(".".join(ident(n) for n in (name, *fields)))
+
+
+def type_sql(data_type: T.DataType) -> str:
+    """A Spark type as Spark SQL text, for ``CAST(... AS <type>)``: a struct's field names quoted."""
+    from pyspark.sql import types as T
+
+    if isinstance(data_type, T.StructType):
+        fields = ", ".join(f"{ident(f.name)}: {type_sql(f.dataType)}" for f in data_type.fields)
+        return f"STRUCT<{fields}>"
+    if isinstance(data_type, T.ArrayType):
+        return f"ARRAY<{type_sql(data_type.elementType)}>"
+    if isinstance(data_type, T.MapType):
+        return f"MAP<{type_sql(data_type.keyType)}, {type_sql(data_type.valueType)}>"
+    return data_type.simpleString()
+
+
+def parse_type(ddl: str) -> T.DataType:
+    """A Spark SQL type's text (``decimal(12,2)``, ``timestamp_ntz``) as a ``DataType``, parsed by Spark
+    once per text for the process (a parse is several calls into the JVM; a batch asks for the same few
+    types once per table and step)."""
+    return copy.deepcopy(_parsed(ddl))
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(ddl: str) -> T.DataType:
+    from pyspark.sql import types as T
+
+    return T._parse_datatype_string(ddl)  # noqa: SLF001

@@ -27,13 +27,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from resolver.lake import delta
 from resolver.plan.tablemeta import TableMeta
 from resolver.spark import sql
 from resolver.spark.steps import step
-from resolver.table.resolve import MAX_LSN, max_time
+from resolver.table.resolve import MAX_LSN, MAX_TIME_MICROS
 from resolver.table.table_steps import Affected, BatchEvents, BatchTables, Exploded, Stored
 from resolver.tablelayout import TableLayout
 
@@ -108,19 +107,22 @@ class AppendBatch:
     def resolve(self, changes: DataFrame, affected: Affected) -> DataFrame:
         """Each insert as its row's one open version: its own values (a column it lacks is NULL), from its
         commit on. A projection of the explode's rows, kept in Spark's cache: no job of its own."""
-        key_t = self.layout.key_struct_type()
-        present = F.col("__present")
-        return changes.select(
-            *[F.col("__key").getField(k).alias(k) for k in self.layout.key],
-            *[F.when(F.array_contains(present, c), sql.col(c)).alias(c) for c in self.layout.value_names],
-            F.col("__lsn").alias("__start_lsn"),
-            F.lit(MAX_LSN).alias("__end_lsn"),
-            F.col("__time").alias("__start_time"),
-            max_time().alias("__end_time"),
-            F.lit(True).alias("__is_current"),
-            F.lit(False).alias("__is_deleted"),
-            F.lit(None).cast(key_t).alias("__moved_from"),
-            F.lit(None).cast(key_t).alias("__moved_to"),
+        key_t = sql.type_sql(self.layout.key_struct_type())
+        present = "array_contains(__present, {})"
+        return changes.selectExpr(  # Spark SQL text: a few calls into the JVM, not one per column and part
+            *[f"__key.{sql.ident(k)} AS {sql.ident(k)}" for k in self.layout.key],
+            *[
+                f"CASE WHEN {present.format(sql.string(c))} THEN {sql.ident(c)} END AS {sql.ident(c)}"
+                for c in self.layout.value_names
+            ],
+            "__lsn AS __start_lsn",
+            f"CAST({MAX_LSN} AS bigint) AS __end_lsn",
+            "__time AS __start_time",
+            f"timestamp_micros({MAX_TIME_MICROS}) AS __end_time",
+            "true AS __is_current",
+            "false AS __is_deleted",
+            f"CAST(NULL AS {key_t}) AS __moved_from",
+            f"CAST(NULL AS {key_t}) AS __moved_to",
         )
 
     def write_history(self, versions: DataFrame, changes: DataFrame, affected: Affected) -> int:

@@ -45,11 +45,9 @@ def open_batch_tables(spark: SparkSession, paths: TablePaths, layout: TableLayou
     holds rows already: ``BatchTables.silver_added`` says so, and the batch then fills it from every change
     held (every key affected), as a re-key does."""
     first = is_first_batch(spark, paths, layout)
-    kept = [(layout.history, paths.history), (layout.snapshot, paths.snapshot)]
-    added = not layout.state.is_new and any(
-        keep and not DeltaTable.isDeltaTable(spark, path) for keep, path in kept
-    )
-    store, history, snapshot = open_tables(spark, paths, layout)
+    opened = open_tables(spark, paths, layout)
+    store, history, snapshot = opened.store, opened.history, opened.snapshot
+    added = not layout.state.is_new and opened.silver_created
     rekeyed = rekey(spark, paths, layout, store, history, snapshot)
     dv = deletion_vectors.turn_on(spark, layout, [(paths.history, history), (paths.snapshot, snapshot)])
     if rekeyed or dv:  # the schemas (a re-key) or the silver protocols (a feature) changed under the handles

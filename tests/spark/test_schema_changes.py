@@ -32,7 +32,7 @@ def _open(spark: SparkSession, path: str, changes: SchemaChanges) -> DeltaTable:
     key = T.StructType([T.StructField("id", T.LongType())])
     source = T.StructType([T.StructField(c.name, T._parse_datatype_string(c.type)) for c in layout.columns])  # noqa: SLF001
     target = T.StructType([*source.fields, T.StructField("__key", key)])
-    return tables._open(spark, path, tables._Spec(target, {}, ""), source, layout, changes)  # noqa: SLF001
+    return tables._open(spark, path, tables._Spec(target, {}, ""), source, layout, changes)[0]  # noqa: SLF001
 
 
 def _changed(spark: SparkSession, path: str, changes: SchemaChanges) -> DeltaTable:
