@@ -955,10 +955,11 @@ def collect_silver(spark: Any, lake: Path, tables: Sequence[Table]) -> Silver:
 def collect_silver_typed(spark: Any, lake: Path, tables: Sequence[Table]) -> Silver:
     """``collect_silver`` of a lake whose source columns hold text (a stream without types and no schema file
     to pin them), each value first typed by the documented mapping the way the resolver types a value
-    (``resolver.table.explode.cast_text``), the key structs of ``__moved_from``/``__moved_to`` too."""
+    (``resolver.table.explode.cast_sql``), the key structs of ``__moved_from``/``__moved_to`` too."""
     from pyspark.sql import functions as F
 
-    from resolver.table.explode import cast_text
+    from resolver.spark.sql import ident
+    from resolver.table.explode import cast_sql
 
     silver = Silver()
     for t in tables:
@@ -969,9 +970,11 @@ def collect_silver_typed(spark: Any, lake: Path, tables: Sequence[Table]) -> Sil
             cols = []
             for name in df.columns:
                 if name in types:
-                    cols.append(cast_text(F.col(f"`{name}`"), types[name]).alias(name))
+                    cols.append(F.expr(cast_sql(ident(name), types[name])).alias(name))
                 elif name in ("__moved_from", "__moved_to"):
-                    key = F.struct(*[cast_text(F.col(f"`{name}`.`{k}`"), types[k]).alias(k) for k in t.key])
+                    key = F.struct(
+                        *[F.expr(cast_sql(f"{ident(name)}.{ident(k)}", types[k])).alias(k) for k in t.key]
+                    )
                     cols.append(F.when(F.col(name).isNotNull(), key).alias(name))
                 else:
                     cols.append(F.col(f"`{name}`"))

@@ -10,12 +10,14 @@ batch, not one per table); a table left out of it explodes its own rows (``explo
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from functools import reduce
 
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from resolver.spark.observed import counting, observing
+from resolver.spark.parallelism import parallel_tables
 from resolver.spark.sql import ident, string
 from resolver.table.explode import explode_events, is_move
 from resolver.table.key_ranges import BOUNDED, KeyRange
@@ -51,9 +53,18 @@ def explode_tables(events: DataFrame, layouts: Mapping[str, TableLayout]) -> dic
     names = sorted(layouts)
     if len(names) < 2:
         return {}
-    kept = {name: explode_events(events, layouts[name]).persist() for name in names}
-    measured = {name: _measured(kept[name], layouts[name]) for name in names}
+    kept: dict[str, DataFrame] = {}
+
+    def planned(name: str) -> tuple[DataFrame, Observation]:
+        rows = kept[name] = explode_events(events, layouts[name]).persist()
+        return _measured(rows, layouts[name])
+
+    # each table's projections are planned by the driver (Spark's analysis, a few tens of ms a table): on
+    # the pool of table threads, as the tables' own steps are
+    workers = max(1, min(parallel_tables(events.sparkSession), len(names)))
     try:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="explode") as pool:
+            measured = dict(zip(names, pool.map(planned, names), strict=True))
         every = [rows.select(F.lit(i).alias("table")) for i, (rows, _) in enumerate(measured.values())]
         reduce(DataFrame.union, every).write.format("noop").mode("overwrite").save()
         return {name: _exploded(kept[name], measured[name][1], layouts[name]) for name in names}
