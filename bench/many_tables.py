@@ -327,8 +327,9 @@ WHY = {
     f"{WAITING_BATCHES} batches' events of every table in one MERGE each. The lake then holds the same rows "
     "as had every batch been applied (tests/spark/test_deferral.py).",
     "g12": "Ours appends each table's rows to its history and snapshot (the floor's two appends) and, beyond "
-    "them, runs the batch's plan (2 jobs), bronze (3) and explode (1), opens each table's Delta tables and "
-    "commits the lake's markers once; the floor's 40 appends vary by 15% from run to run here (4.6-5.3 s).",
+    "them, runs the batch's plan (2 jobs), bronze (3) and explode (1: planned on the pool of table threads "
+    "beside bronze's write, its projections Spark SQL text), opens each table's Delta tables (one look at "
+    "each log) and commits the lake's markers once; the floor's 40 appends vary by 15% from run to run here.",
 }
 
 
