@@ -142,6 +142,17 @@ def test_sql_quoting() -> None:
         sql.literal(True)
 
 
+def test_a_type_as_sql_text_quotes_its_field_names() -> None:
+    from pyspark.sql import types as T
+
+    key = T.StructType(
+        [T.StructField("we`ird a.b", T.DecimalType(12, 2)), T.StructField("t", T.TimestampNTZType())]
+    )
+    assert sql.type_sql(key) == "STRUCT<`we``ird a.b`: decimal(12,2), `t`: timestamp_ntz>"
+    nested = T.MapType(T.StringType(), T.ArrayType(T.LongType()))
+    assert sql.type_sql(nested) == "MAP<string, ARRAY<bigint>>"
+
+
 @pytest.mark.parametrize("root", ["lake", "lake/", "s3a://bucket/lake/", "file:/tmp/lake"])
 def test_a_lake_resolved_once_names_each_table_inside_it(
     root: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
