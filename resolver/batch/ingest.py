@@ -179,7 +179,8 @@ def apply_waiting(
         plan = replace(plan_batch(spark, rows, lake, schemas, options), due=frozenset(due))
     log.info("applying the events that waited in bronze of %d table(s): %s", len(due), ", ".join(sorted(due)))
     read_back = {t: w for t, w in due.items() if w.versions}
-    tables, bad = apply_tables(spark, BatchEvents(rows, True, read_back=read_back), plan, options)
+    exploded = explode_applied(spark, rows, plan)
+    tables, bad = apply_tables(spark, BatchEvents(rows, True, exploded, read_back), plan, options)
     for records in (plan.rejected, bad):  # events a policy now refuses; values that did not fit
         write_records(spark, lake.quarantine, records, fmt.value)
     return tables
@@ -276,7 +277,9 @@ def apply_planned(
     """Apply a planned batch (``plan_changes``) to every table's silver tables: the batch's schema changes
     are logged first (``log_schema_changes``), then the tables are applied (``apply_tables``)."""
     log_schema_changes(spark, plan)
-    return apply_tables(spark, events, plan, options)
+    return apply_tables(
+        spark, replace(events, exploded=explode_applied(spark, events.rows, plan)), plan, options
+    )
 
 
 def log_schema_changes(spark: SparkSession, plan: BatchPlan) -> None:
@@ -294,14 +297,12 @@ def apply_tables(
     spark: SparkSession, events: BatchEvents, plan: BatchPlan, options: BatchOptions
 ) -> tuple[list[TableSummary], DataFrame | None]:
     """Apply a planned batch whose schema changes are logged to every table's silver tables: every applied
-    table's rows exploded in one Spark job (``explode_applied``; ``events.exploded`` when the caller did it
-    already), then the tables on a pool of threads
+    table's rows exploded by the caller in one Spark job (``explode_applied``: ``events.exploded``), then
+    the tables on a pool of threads
     (``resolver.table.apply.apply_table``). Returns the tables' summaries, sorted by table name, and the
     records of values that did not fit their columns, for the quarantine (None: there were none).
     ``events.unseen`` says the lake held none of these events before (``ingest`` knows it from bronze's
     write): each table's change store is then appended to without looking for them first."""
-    if not events.exploded:  # not exploded beside bronze's write (``ingest_batch``): exploded here
-        events = replace(events, exploded=explode_applied(spark, events.rows, plan))
     if plan.accepted is not None:
         events = replace(events, rows=plan.accepted)
     meta = plan.meta
