@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from delta.tables import DeltaTable
 from pyspark.errors import AnalysisException
@@ -32,9 +33,11 @@ __all__ = [
     "append",
     "append_counted",
     "ensure_table",
+    "FileLayout",
     "insert_new",
     "is_table",
     "version",
+    "partition_columns",
     "properties_and_size",
     "properties_for_names",
     "set_properties",
@@ -90,24 +93,48 @@ def open_table(spark: SparkSession, path: str) -> DeltaTable | None:
         return None
 
 
+@dataclass(frozen=True)
+class FileLayout:
+    """How a new table lays its files out: clustered by ``cluster_by`` (Delta liquid clustering) or
+    partitioned by ``partition_by`` (never both); neither: files as they are written."""
+
+    cluster_by: tuple[str, ...] = ()
+    partition_by: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.cluster_by and self.partition_by:
+            raise ValueError("a Delta table is clustered or partitioned, not both")
+
+
 def ensure_table(
     spark: SparkSession,
     path: str,
     schema: T.StructType,
     properties: dict[str, str],
     comment: str = "",
-    cluster_by: tuple[str, ...] = (),
+    files: FileLayout = FileLayout(),
 ) -> DeltaTable:
-    """Create the Delta table at ``path`` with these columns and properties unless it exists; a new table
-    with ``cluster_by`` columns uses Delta liquid clustering on them."""
+    """Create the Delta table at ``path`` with these columns and properties unless it exists, its files laid
+    out as ``files`` says."""
     builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
-    if cluster_by:
-        builder = builder.clusterBy(*cluster_by)
+    if files.cluster_by:
+        builder = builder.clusterBy(*files.cluster_by)
+    if files.partition_by:
+        builder = builder.partitionedBy(*files.partition_by)
     for key, value in {**properties, TIMESTAMPS_PROPERTY: TIMESTAMPS_MICROS}.items():
         builder = builder.property(key, value)
     if comment:
         builder = builder.comment(comment)
     return builder.execute()
+
+
+def partition_columns(table: DeltaTable) -> list[str]:
+    """The columns ``table`` is partitioned by (none: not partitioned), from its log's metadata (no Spark
+    job)."""
+    jvm = table._spark._jvm  # noqa: SLF001
+    none = jvm.scala.Option.empty()
+    metadata = table._jdt.deltaLog().update(False, none, none).metadata()  # noqa: SLF001
+    return [str(c) for c in json.loads(metadata.json())["metaData"].get("partitionColumns", [])]
 
 
 def insert_new(table: DeltaTable, source: DataFrame, condition: str) -> tuple[dict[str, int], int]:

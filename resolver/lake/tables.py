@@ -43,6 +43,13 @@ FORMER_NAMES = "resolver.former_names"
 _KEY_STRUCTS = ("__key", "__old_key", "__moved_from", "__moved_to")
 
 
+#: what a new history is partitioned by (unless its table is clustered): open versions apart from closed ones,
+#: so that a batch's MERGE, which closes open versions and opens new ones, rewrites only files of open
+#: versions (as many rows as the snapshot holds) however many closed ones the history has gathered; a history
+#: created before is left as it is (``resolver optimize`` partitions it: ``resolver.ops.maintenance``)
+HISTORY_PARTITION = ("__is_current",)
+
+
 TECH_SNAPSHOT = [("__start_lsn", "bigint"), ("__start_time", "timestamp")]
 
 
@@ -78,7 +85,8 @@ def open_tables(spark: SparkSession, paths: TablePaths, layout: TableLayout) -> 
         **delta.properties_for_names(c.name for c in layout.columns),
     }
     store_schema, history_schema, snapshot_schema = _schemas(source, layout.key_struct_type())
-    cluster = layout.key if layout.cluster else ()
+    cluster = delta.FileLayout(cluster_by=layout.key) if layout.cluster else delta.FileLayout()
+    history_files = cluster if layout.cluster else delta.FileLayout(partition_by=HISTORY_PARTITION)
     store_spec = _Spec(
         store_schema, {"delta.appendOnly": "true", **props}, f"{layout.table}: typed change events"
     )
@@ -87,7 +95,7 @@ def open_tables(spark: SparkSession, paths: TablePaths, layout: TableLayout) -> 
     history_created = snapshot_created = False
     silver_props = {**SILVER_PROPERTIES, **deletion_vectors.created_with(spark), **props}
     if layout.history:
-        spec = _Spec(history_schema, silver_props, f"{layout.table}: history (SCD2)", cluster)
+        spec = _Spec(history_schema, silver_props, f"{layout.table}: history (SCD2)", history_files)
         history, history_created = _open(spark, paths.history, spec, source, layout, layout.schema_changes)
     if layout.snapshot:
         spec = _Spec(snapshot_schema, silver_props, f"{layout.table}: snapshot (SCD1)", cluster)
@@ -125,13 +133,13 @@ def _schemas(source: T.StructType, key_t: T.StructType) -> tuple[T.StructType, T
 
 @dataclass(frozen=True)
 class _Spec:
-    """How one of the table's Delta tables is made when it is new: its columns, properties, comment and the
-    columns it is clustered by (none: not clustered)."""
+    """How one of the table's Delta tables is made when it is new: its columns, properties, comment and how
+    its files are laid out."""
 
     schema: T.StructType
     properties: dict[str, str]
     comment: str
-    cluster: tuple[str, ...] = ()
+    files: delta.FileLayout = delta.FileLayout()
 
 
 def _open(
@@ -148,7 +156,7 @@ def _open(
     table = delta.open_table(spark, path)  # a table that exists is opened (its creation a no-op, slower)
     created = table is None
     if table is None:
-        table = delta.ensure_table(spark, path, spec.schema, spec.properties, spec.comment, spec.cluster)
+        table = delta.ensure_table(spark, path, spec.schema, spec.properties, spec.comment, spec.files)
     elif changes is SchemaChanges.REWRITE and _rewrite(spark, path, table, spec.schema, layout):
         table = DeltaTable.forPath(spark, path)
     fields = table.toDF().schema.fields
@@ -257,6 +265,7 @@ def _rewrite(
             .mode("overwrite")
             .option("overwriteSchema", "true")
             .option("userMetadata", REWRITE_COMMIT)
+            .partitionBy(*delta.partition_columns(table))  # an overwrite of the schema drops them otherwise
             .save(path)
         )
     return True

@@ -32,6 +32,7 @@ from resolver.lake.folders import (
 )
 from resolver.lake.lake_tables import select_tables
 from resolver.lake.markers import marker_of, read_markers, write_markers
+from resolver.lake.tables import HISTORY_PARTITION, REWRITE_COMMIT
 from resolver.spark import sql
 from resolver.spark.session_settings import lake_writes, restore_settings, set_settings
 from resolver.tablestate import Marker
@@ -87,10 +88,16 @@ def optimize(spark: SparkSession, lake: str, tables: Sequence[str] | None = None
 
 def _optimize(spark: SparkSession, path: str, name: str) -> dict[str, Any]:
     table = DeltaTable.forPath(spark, path)
-    rewritten = _rewrite_timestamps(spark, table, path)
+    stamped = _rewrite_timestamps(spark, table, path)
     detail = table.detail().select("clusteringColumns", "properties", "numFiles").first()
     assert detail is not None
     clustering = list(detail["clusteringColumns"] or [])
+    before = int(detail["numFiles"])
+    partitioned = "" if clustering else _partition_history(spark, table, path)
+    start = before  # the files the OPTIMIZE finds: after a rewrite that partitioned the history, its own
+    if partitioned:
+        start = int(table.detail().select("numFiles").first()[0])  # type: ignore[index]
+    rewritten = "; ".join(n for n in (stamped, partitioned) if n)
     zorder = [] if clustering else _zorder_columns(table, detail["properties"] or {})
     note = ""
     if clustering:
@@ -111,7 +118,7 @@ def _optimize(spark: SparkSession, path: str, name: str) -> dict[str, Any]:
             note = f"no statistics for {', '.join(_shown(zorder))}: compacted without Z-order"
             layout, columns = "compaction", []
             metrics = _run_optimize(table, [])
-    before, added, removed = int(detail["numFiles"]), int(metrics[0] or 0), int(metrics[1] or 0)
+    added, removed = int(metrics[0] or 0), int(metrics[1] or 0)
     return {
         "table": name,
         "layout": layout,
@@ -119,7 +126,7 @@ def _optimize(spark: SparkSession, path: str, name: str) -> dict[str, Any]:
         "files_before": before,
         "files_removed": removed,
         "files_added": added,
-        "files_after": before - removed + added,
+        "files_after": start - removed + added,
         "note": "; ".join(n for n in (rewritten, note) if n),
     }
 
@@ -141,6 +148,29 @@ def _rewrite_timestamps(spark: SparkSession, table: DeltaTable, path: str) -> st
         note = ""
     delta.set_properties(spark, path, {delta.TIMESTAMPS_PROPERTY: delta.TIMESTAMPS_MICROS})
     return note
+
+
+def _partition_history(spark: SparkSession, table: DeltaTable, path: str) -> str:
+    """A history created before histories were partitioned by ``__is_current``
+    (``resolver.lake.tables.HISTORY_PARTITION``): rewritten once, partitioned, every row kept, in one
+    commit marked ``REWRITE_COMMIT`` (its change feed, every row deleted and inserted again, is left out by
+    ``resolver changes``). Returns what it did, for the report's note."""
+    columns = set(table.toDF().columns)
+    if not {"__is_current", "__end_lsn"} <= columns or delta.partition_columns(table):
+        return ""
+    with lake_writes(spark):
+        (
+            spark.read.format("delta")
+            .load(path)
+            .write.format("delta")
+            .mode("overwrite")
+            .option("overwriteSchema", "true")
+            .option("userMetadata", REWRITE_COMMIT)
+            .partitionBy(*HISTORY_PARTITION)
+            .save(path)
+        )
+    by = ", ".join(HISTORY_PARTITION)
+    return f"rewritten once, partitioned by {by} (open versions apart from closed ones)"
 
 
 def _has_timestamps(schema: T.DataType) -> bool:

@@ -7,11 +7,13 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
 from resolver import ingest
 from resolver.errors import ConfigError
 from resolver.formats.wal2json import Event, format_lsn, read_lines
+from resolver.lake.delta import partition_columns
 from resolver.lake.folders import changes_path, history_path, schema_log_path, snapshot_path
 from resolver.lake.tables import REWRITE_COMMIT
 from resolver.models import Format
@@ -116,6 +118,8 @@ def test_widened_columns_keep_every_value_in_any_delivery_order(
         silver_log = Path(path(lakes["in-order"], "public.evo")) / "_delta_log"
         assert not any("typeWidening" in p.read_text() for p in silver_log.glob("*.json"))
         assert any(REWRITE_COMMIT in p.read_text() for p in silver_log.glob("*.json"))
+    rewritten = DeltaTable.forPath(spark, history_path(lakes["in-order"], "public.evo"))
+    assert partition_columns(rewritten) == ["__is_current"]  # the rewrite kept open versions apart
 
 
 def _tree(root: str) -> dict[str, int]:

@@ -17,8 +17,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from resolver.errors import ConfigError
+from resolver.lake.delta import partition_columns
 from resolver.lake.folders import KEY_PROPERTY, history_path
 from resolver.lake.lake_tables import lake_tables
+from resolver.lake.tables import REWRITE_COMMIT
 from resolver.ops.maintenance import optimize, vacuum
 from resolver.ops.timetravel import as_of
 from tests.samplelake import COMMITS, MOVE, TABLES, sample_lake
@@ -30,6 +32,8 @@ CLUSTERED = "extra/clustered"
 WIDE = "extra/wide"
 """A table keyed by its 40th column, which Delta keeps no statistics for (it does for the first 32)."""
 POINTS = (MOVE, COMMITS[-1][0])
+OLDER = "silver/public.customers__history"
+"""A history as releases before its partitioning by ``__is_current`` wrote it (one folder of files)."""
 
 
 def _content(spark: SparkSession, lake: str, tables: list[str]) -> dict[str, Counter[str]]:
@@ -68,6 +72,8 @@ def lake(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> str:
     for lo in (0, 10):
         spark.range(lo, lo + 10).write.format("delta").mode("append").save(path)
         wide.write.format("delta").mode("append").save(str(copy / WIDE))
+    older = spark.read.format("delta").load(str(copy / OLDER)).localCheckpoint()
+    older.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(str(copy / OLDER))
     return str(copy)
 
 
@@ -93,7 +99,7 @@ def vacuumed(spark: SparkSession, lake: str, optimized: dict[str, Any]) -> dict[
     return {"listed": listed, "on_disk": on_disk, "result": vacuum(spark, lake, retain_hours=0, force=True)}
 
 
-def test_optimize_leaves_one_file_per_table_and_the_same_rows(
+def test_optimize_leaves_one_file_per_table_partition_and_the_same_rows(
     spark: SparkSession, lake: str, optimized: dict[str, Any]
 ) -> None:
     tables, before, result = optimized["tables"], optimized["before"], optimized["result"]
@@ -102,8 +108,10 @@ def test_optimize_leaves_one_file_per_table_and_the_same_rows(
     for t in result:
         files = before["files"][t["table"]]
         assert t["files_before"] == len(files)
-        assert t["files_after"] == len(_files(spark, lake, t["table"])) == min(len(files), 1), t
-        assert t["files_removed"] == (len(files) if len(files) > 1 or t["layout"] == "z-order" else 0), t
+        partitions = 2 if t["table"].endswith("__history") else 1  # a history's: open and closed versions
+        assert t["files_after"] == len(_files(spark, lake, t["table"])) == min(len(files), partitions), t
+        if t["table"] != OLDER:  # (its OPTIMIZE removed the files of its rewrite, below)
+            assert t["files_removed"] == (len(files) if len(files) > 1 or t["layout"] == "z-order" else 0), t
     assert sum(t["files_after"] for t in result) < sum(t["files_before"] for t in result)
     for name in (
         "bronze/change_events",
@@ -112,6 +120,21 @@ def test_optimize_leaves_one_file_per_table_and_the_same_rows(
     ):
         assert len(before["files"][name]) >= 2, name  # append-only: a file per batch at least
     assert _content(spark, lake, tables) == before["rows"]
+
+
+def test_optimize_partitions_a_history_an_older_release_wrote(
+    spark: SparkSession, lake: str, optimized: dict[str, Any]
+) -> None:
+    before = {os.path.basename(os.path.dirname(f)) for f in optimized["before"]["files"][OLDER]}
+    after = {os.path.basename(os.path.dirname(f)) for f in _files(spark, lake, OLDER)}
+    assert before == {"public.customers__history"}
+    assert after == {"__is_current=true", "__is_current=false"}
+    assert partition_columns(DeltaTable.forPath(spark, os.path.join(lake, OLDER))) == ["__is_current"]
+    note = {t["table"]: t["note"] for t in optimized["result"]}[OLDER]
+    assert note == "rewritten once, partitioned by __is_current (open versions apart from closed ones)"
+    # the rewrite changed no row: every row and every as-of answer as before (the content test reads them)
+    commits = DeltaTable.forPath(spark, os.path.join(lake, OLDER)).history().collect()
+    assert REWRITE_COMMIT in [c["userMetadata"] for c in commits]  # left out of ``resolver changes``
 
 
 def test_optimize_orders_silver_tables_by_their_key(optimized: dict[str, Any]) -> None:
