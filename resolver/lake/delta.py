@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from delta.tables import DeltaTable
 from pyspark.errors import AnalysisException
@@ -131,10 +132,14 @@ def ensure_table(
 def partition_columns(table: DeltaTable) -> list[str]:
     """The columns ``table`` is partitioned by (none: not partitioned), from its log's metadata (no Spark
     job)."""
-    jvm = table._spark._jvm  # noqa: SLF001
-    none = jvm.scala.Option.empty()
-    metadata = table._jdt.deltaLog().update(False, none, none).metadata()  # noqa: SLF001
-    return [str(c) for c in json.loads(metadata.json())["metaData"].get("partitionColumns", [])]
+    metadata = json.loads(_latest(table).metadata().json())["metaData"]
+    return [str(c) for c in metadata.get("partitionColumns", [])]
+
+
+def _latest(table: DeltaTable) -> Any:
+    """The table's latest snapshot in its log (the JVM's ``Snapshot``), brought up to date."""
+    none = table._spark._jvm.scala.Option.empty()  # noqa: SLF001
+    return table._jdt.deltaLog().update(False, none, none)  # noqa: SLF001
 
 
 def insert_new(table: DeltaTable, source: DataFrame, condition: str) -> tuple[dict[str, int], int]:
@@ -191,9 +196,7 @@ def properties_and_size(table: DeltaTable) -> tuple[dict[str, str], int]:
     Spark job (``DeltaTable.detail()`` runs three to compute the size): the properties from the table's
     metadata, the size from the version's checksum file, which Delta writes with every commit (computed
     from the log, with Spark jobs, when the version has none: a table another writer committed to)."""
-    jvm = table._spark._jvm  # noqa: SLF001
-    none = jvm.scala.Option.empty()
-    snapshot = table._jdt.deltaLog().update(False, none, none)  # noqa: SLF001
+    snapshot = _latest(table)
     # the metadata action's JSON (one call), not its map read entry by entry (several calls an entry)
     conf = json.loads(snapshot.metadata().json())["metaData"].get("configuration", {})
     checksum = snapshot.checksumOpt()
