@@ -46,7 +46,7 @@ _KEY_STRUCTS = ("__key", "__old_key", "__moved_from", "__moved_to")
 #: what a new history is partitioned by (unless its table is clustered): open versions apart from closed ones,
 #: so that a batch's MERGE, which closes open versions and opens new ones, rewrites only files of open
 #: versions (as many rows as the snapshot holds) however many closed ones the history has gathered; a history
-#: created before is left as it is (``resolver optimize`` partitions it: ``resolver.ops.maintenance``)
+#: created before is left as it is (``resolver optimize`` partitions it: ``resolver.ops.upgrades``)
 HISTORY_PARTITION = ("__is_current",)
 
 

@@ -32,9 +32,9 @@ from resolver.lake.folders import (
 )
 from resolver.lake.lake_tables import select_tables
 from resolver.lake.markers import marker_of, read_markers, write_markers
-from resolver.lake.tables import HISTORY_PARTITION, REWRITE_COMMIT
+from resolver.ops.upgrades import partition_history, rewrite_timestamps
 from resolver.spark import sql
-from resolver.spark.session_settings import lake_writes, restore_settings, set_settings
+from resolver.spark.session_settings import restore_settings, set_settings
 from resolver.tablestate import Marker
 
 __all__ = ["DEFAULT_RETAIN_HOURS", "check_retention", "optimize", "vacuum"]
@@ -88,12 +88,12 @@ def optimize(spark: SparkSession, lake: str, tables: Sequence[str] | None = None
 
 def _optimize(spark: SparkSession, path: str, name: str) -> dict[str, Any]:
     table = DeltaTable.forPath(spark, path)
-    stamped = _rewrite_timestamps(spark, table, path)
+    stamped = rewrite_timestamps(spark, table, path)
     detail = table.detail().select("clusteringColumns", "properties", "numFiles").first()
     assert detail is not None
     clustering = list(detail["clusteringColumns"] or [])
     before = int(detail["numFiles"])
-    partitioned = "" if clustering else _partition_history(spark, table, path)
+    partitioned = "" if clustering else partition_history(spark, table, path)
     start = before  # the files the OPTIMIZE finds: after a rewrite that partitioned the history, its own
     if partitioned:
         start = int(table.detail().select("numFiles").first()[0])  # type: ignore[index]
@@ -129,61 +129,6 @@ def _optimize(spark: SparkSession, path: str, name: str) -> dict[str, Any]:
         "files_after": start - removed + added,
         "note": "; ".join(n for n in (rewritten, note) if n),
     }
-
-
-def _rewrite_timestamps(spark: SparkSession, table: DeltaTable, path: str) -> str:
-    """A table written before the lake wrote its timestamps as microseconds (``TIMESTAMPS_PROPERTY`` not
-    set, and a timestamp column: Spark wrote them as INT96, which delta-rs refuses and Polars misreads):
-    every file rewritten once, in one commit that changes no row (``dataChange`` false: no change-feed
-    entry), timestamps as microseconds, and the property set. Returns what it did, for the report's note."""
-    properties, _ = delta.properties_and_size(table)
-    if properties.get(delta.TIMESTAMPS_PROPERTY) == delta.TIMESTAMPS_MICROS:
-        return ""
-    if _has_timestamps(table.toDF().schema):
-        with lake_writes(spark):
-            current = spark.read.format("delta").load(path)
-            current.write.format("delta").mode("overwrite").option("dataChange", "false").save(path)
-        note = "rewritten once with its timestamps as microseconds (they were INT96)"
-    else:
-        note = ""
-    delta.set_properties(spark, path, {delta.TIMESTAMPS_PROPERTY: delta.TIMESTAMPS_MICROS})
-    return note
-
-
-def _partition_history(spark: SparkSession, table: DeltaTable, path: str) -> str:
-    """A history created before histories were partitioned by ``__is_current``
-    (``resolver.lake.tables.HISTORY_PARTITION``): rewritten once, partitioned, every row kept, in one
-    commit marked ``REWRITE_COMMIT`` (its change feed, every row deleted and inserted again, is left out by
-    ``resolver changes``). Returns what it did, for the report's note."""
-    columns = set(table.toDF().columns)
-    if not {"__is_current", "__end_lsn"} <= columns or delta.partition_columns(table):
-        return ""
-    with lake_writes(spark):
-        (
-            spark.read.format("delta")
-            .load(path)
-            .write.format("delta")
-            .mode("overwrite")
-            .option("overwriteSchema", "true")
-            .option("userMetadata", REWRITE_COMMIT)
-            .partitionBy(*HISTORY_PARTITION)
-            .save(path)
-        )
-    by = ", ".join(HISTORY_PARTITION)
-    return f"rewritten once, partitioned by {by} (open versions apart from closed ones)"
-
-
-def _has_timestamps(schema: T.DataType) -> bool:
-    """Whether a schema holds a timestamp (with time zone, the type Spark writes as INT96), nested too."""
-    if isinstance(schema, T.TimestampType):
-        return True
-    if isinstance(schema, T.StructType):
-        return any(_has_timestamps(f.dataType) for f in schema.fields)
-    if isinstance(schema, T.ArrayType):
-        return _has_timestamps(schema.elementType)
-    if isinstance(schema, T.MapType):
-        return _has_timestamps(schema.keyType) or _has_timestamps(schema.valueType)
-    return False
 
 
 def _run_optimize(table: DeltaTable, zorder: list[str]) -> Row:
