@@ -17,8 +17,14 @@ __all__ = ["LAKE_WRITES", "lake_writes", "restore_settings", "set_settings", "sh
 #: what every write of the lake needs of the session: timestamps written as microseconds (INT64
 #: ``TIMESTAMP_MICROS``), never Spark's default INT96, which other readers misread: an open version's
 #: ``__end_time`` (9999-12-31) overflows the nanoseconds INT96 decodes to (delta-rs fails, Polars returns
-#: 2262-04-11 silently)
-LAKE_WRITES = {"spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"}
+#: 2262-04-11 silently); and a MERGE into a partitioned table (a history, partitioned by ``__is_current``)
+#: writes from the tasks that computed its rows, not after a shuffle by the partition column: Delta's
+#: default sends each partition value to one task, so a history's whole open partition was written by one
+#: core (G1 with local keys, ``bench/README.md``)
+LAKE_WRITES = {
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.databricks.delta.merge.repartitionBeforeWrite.enabled": "false",
+}
 
 _lock = threading.Lock()
 #: per session (its JVM object's id) and block name: how many blocks run, and the values to give back
