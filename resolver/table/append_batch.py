@@ -20,6 +20,15 @@ lake held already (a file delivered again) must not be appended twice: bronze to
 (``BatchEvents.unseen``). An event older than one the table held could be late: newer than the marker's
 newest. A schema change, a re-key, a drop point or a table the lake saw before only through truncates
 takes the general way (``resolver.table.later_batch``), which holds every case.
+
+A table's first batch of inserts takes the route too (``first_appends_only``): its tables were just created,
+so nothing is held and no key needs a mark to be new. An initial load (a snapshot file: every row one
+insert) then writes its history and snapshot and leaves the change store empty, its range behind, where the
+first-batch route (``resolver.table.first_batch``) appended every row to the store and resolved them. The
+keys must be unique within the batch without a look: a primary key or a replica identity index
+(PostgreSQL holds them unique and never NULL), or a key column with an order and no NULL (a key a schema
+file names is trusted as ``appends_only`` trusts it). Truncates kept for the table before its first rows
+take the first-batch route, which adopts them.
 """
 
 from __future__ import annotations
@@ -32,11 +41,16 @@ from resolver.lake import delta
 from resolver.plan.tablemeta import TableMeta
 from resolver.spark import sql
 from resolver.spark.steps import step
+from resolver.table.key_ranges import KeyRange
 from resolver.table.resolve import MAX_LSN, MAX_TIME_MICROS
+from resolver.table.store import drops_found
 from resolver.table.table_steps import Affected, BatchEvents, BatchTables, Exploded, Stored
 from resolver.tablelayout import TableLayout
 
-__all__ = ["AppendBatch", "appends_only"]
+__all__ = ["AppendBatch", "appends_only", "first_appends_only"]
+
+#: key sources whose keys PostgreSQL holds unique and never NULL (``resolver.plan.keys``)
+_UNIQUE_KEYS = ("primary_key", "identity")
 
 
 def appends_only(
@@ -46,19 +60,57 @@ def appends_only(
     state, marker = layout.state, layout.state.marker
     if state.is_new or meta.lo is None or not events.unseen_by(layout.table, tables, marker):
         return False
-    if meta.changes or meta.truncates or meta.skipped or exploded.moves or exploded.updates:
+    if not _inserts_only(meta, exploded) or layout.schema_log or layout.rescan or _reshaped(layout, tables):
         return False
-    if layout.schema_log or layout.changes or layout.renames or layout.drops or layout.rescan:
-        return False
-    if tables.whole or not marker.flags_known or not marker.fresh(delta.version(tables.store)):
+    if not marker.flags_known or not marker.fresh(delta.version(tables.store)):
         return False
     if marker.lsn is not None and meta.lo <= marker.lsn:
         return False
-    low = next((r for r in exploded.ranges if layout.key and r[0] == layout.key[0]), None)
+    low = _first_key_range(layout, exploded)
     high = marker.high
     return (
         low is not None and not low[3] and high is not None and high.column == low[0] and high.below(low[1])
     )
+
+
+def first_appends_only(
+    spark: SparkSession,
+    meta: TableMeta,
+    layout: TableLayout,
+    tables: BatchTables,
+    events: BatchEvents,
+    exploded: Exploded,
+) -> bool:
+    """Whether a table's first batch (``tables.first``) only inserts rows, each key once (see the module
+    docstring). Its schema log only adds the table's columns, which the appends write as they are; the
+    explode's pass tells that no insert lacks a column an earlier one had (a drop point: the first-batch
+    route records it)."""
+    if not tables.first or meta.lo is None or not events.unseen or layout.table in events.read_back:
+        return False
+    if not _inserts_only(meta, exploded) or _reshaped(layout, tables) or not layout.key:
+        return False
+    if drops_found(layout, exploded.rescanned):  # an insert lacks a column an earlier one had
+        return False
+    if layout.key_source not in _UNIQUE_KEYS:
+        low = _first_key_range(layout, exploded)
+        if low is None or low[3]:
+            return False
+    return not delta.is_table(spark, tables.paths.pending_truncates)
+
+
+def _inserts_only(meta: TableMeta, exploded: Exploded) -> bool:
+    """Whether every event of the table's batch is an insert (with a commit LSN) that keeps its key."""
+    return not (meta.changes or meta.truncates or meta.skipped or exploded.moves or exploded.updates)
+
+
+def _reshaped(layout: TableLayout, tables: BatchTables) -> bool:
+    """Whether the batch widens, renames or drops columns, or every key is affected by the tables."""
+    return bool(layout.changes or layout.renames or layout.drops or tables.whole)
+
+
+def _first_key_range(layout: TableLayout, exploded: Exploded) -> KeyRange | None:
+    """The batch's range of the table's first key column (None: not measured, no order to measure)."""
+    return next((r for r in exploded.ranges if layout.key and r[0] == layout.key[0]), None)
 
 
 @dataclass

@@ -3,8 +3,9 @@ table's Delta tables, explode its rows, append them to the change store, find th
 changes, resolve them into versions, write history and snapshot, leave the marker that says the batch is
 applied). The route is chosen once, at the start, and every route takes the same steps
 (``resolver.table.table_steps``); what each step does differs: a table's first batch
-(``resolver.table.first_batch``), a batch that only adds rows the table never held
-(``resolver.table.append_batch``: three appends), and every other (``resolver.table.later_batch``)."""
+(``resolver.table.first_batch``), a batch that only adds rows the table never held, a first batch of
+inserts included (``resolver.table.append_batch``: appends), and every other
+(``resolver.table.later_batch``)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from resolver.plan.coverage import HELD_NOTE
 from resolver.plan.schemalog import with_found_drops
 from resolver.plan.table_plan import TablePlan
 from resolver.spark.steps import step
-from resolver.table.append_batch import AppendBatch, appends_only
+from resolver.table.append_batch import AppendBatch, appends_only, first_appends_only
 from resolver.table.batch_tables import mark_applied, next_high, open_batch_tables
 from resolver.table.exploded import bad_value_records, moved_events, table_rows
 from resolver.table.first_batch import FirstBatch
@@ -98,11 +99,16 @@ def _route(
     events: BatchEvents,
     exploded: Exploded,
 ) -> TableSteps:
-    """The table's route for this batch, chosen once: its first batch (its tables just created), a batch
-    that only adds rows the table never held (``appends_only``), one that only continues what it held
-    (``continues_only``: no key change, no truncate, every event newer), or every other (``LaterBatch``)."""
+    """The table's route for this batch, chosen once: a first batch that only inserts rows, each key once
+    (``first_appends_only``), and a batch that only adds rows the table never held (``appends_only``),
+    append; any other first batch (its tables just created) appends what it resolved; a batch that only
+    continues what the table held (``continues_only``: no key change, no truncate, every event newer); or
+    every other (``LaterBatch``)."""
     meta, layout = table.meta, table.layout
     assert layout is not None
+    if first_appends_only(spark, meta, layout, tables, events, exploded):
+        log.debug("%s: a first batch of inserts, each key once: appended", layout.table)
+        return AppendBatch(spark, meta, layout, tables)
     if tables.first:
         return FirstBatch(spark, meta, layout, tables)
     if appends_only(meta, layout, tables, events, exploded):

@@ -88,6 +88,9 @@ def test_a_batch_of_new_growing_keys_is_appended_and_the_lake_stays_the_same(
         # b, d and e appended (the store left behind), then c late: its delete of b's key 4 re-splits that
         # key's history from the store, which catches up with b, d and e from bronze first
         ("appended, then late", ["a", "bde", "c", "fg"]),
+        # b a first batch of inserts (appended, the store left empty), then a's older inserts: the general
+        # way, after the store caught up with b from bronze
+        ("first appended, then older", ["b", "a", "cdefg"]),
         ("twice", ["ab", "b", "cdefg", "g"]),
     ):
         other = tmp_path / f"lake-{label}"
@@ -115,6 +118,8 @@ def test_a_batch_marks_its_tables_in_one_commit_of_the_lakes_markers_and_none_of
     store = DeltaTable.forPath(spark, lake.table(TABLE).changes)
     first = store.history(1).first()
     assert first["operation"] == "SET TBLPROPERTIES", first["operation"]
+    # a first batch of inserts, each key once, is appended like a later one: the store holds none of it
+    assert store.toDF().count() == 0
     markers_before = None
     for name in "bd":  # appended: neither the store nor its properties are written
         ingest(spark, _write(files, name), lake.root, "wal2json-v2")
@@ -124,7 +129,7 @@ def test_a_batch_marks_its_tables_in_one_commit_of_the_lakes_markers_and_none_of
         markers_before = version
     marker = read_markers(spark, lake.markers)[TABLE]
     assert not marker.on_store and marker.fresh(first["version"])
-    assert marker.behind == ((200, 210), (400, 400)), marker.behind  # b's and d's events, in bronze only
+    assert marker.behind == ((100, 100), (200, 210), (400, 400)), marker.behind  # a's, b's, d's: in bronze
     assert marker.lsn == 400 and marker.high == KeyHigh("id", 11)
 
 
