@@ -1,7 +1,8 @@
 """A table's first batch (``resolver.table.table_steps``): its Delta tables were created by this batch, so
 they are empty. The batch's own rows are all the changes there are, so no key is looked up, nothing is read
 back and nothing is diffed: the change store, history and snapshot are appended to (about a third of the Spark
-jobs of a later batch).
+jobs of a later batch). A first batch of inserts only, each key once (an initial load), takes the append
+route instead (``resolver.table.append_batch.first_appends_only``): no store append and no resolution.
 
 A run killed part-way leaves tables that exist, so the next run takes the general path
 (``resolver.table.later_batch``), which diffs against what was written and completes it.
