@@ -115,7 +115,8 @@ def _first_key_range(layout: TableLayout, exploded: Exploded) -> KeyRange | None
 
 @dataclass
 class AppendBatch:
-    """The steps of a batch that only adds rows the table never held (``appends_only``)."""
+    """The steps of a batch that only adds rows the table never held (``appends_only``, and a first batch:
+    ``first_appends_only``)."""
 
     spark: SparkSession
     meta: TableMeta
@@ -133,7 +134,7 @@ class AppendBatch:
         return Stored(exploded, exploded.rows, version, False, True, False, moved=0, behind=behind)
 
     def drops(self, stored: Stored) -> dict[str, list[tuple[int, ...]]]:
-        return {}  # appends_only: the layout rescans nothing
+        return {}  # appends_only rescans nothing; first_appends_only found no drop point among the inserts
 
     def affected(self, stored: Stored) -> Affected:
         """Only the batch's own keys, none of them held: what the store holds afterwards is what it held
