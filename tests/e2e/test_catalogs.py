@@ -4,7 +4,8 @@ metastores: Spark's own with an embedded Derby database, and a standalone Hive M
 Thrift server, ``tests.harness.metastore``) that Spark reaches through ``hive.metastore.uris``. The workload
 (PostgreSQL 15 + wal2json) renames a column and widens two in its second batch; by name, every table equals
 its path, the catalog shows the new columns, ``resolver as-of`` by catalog name prints what it prints by
-lake and source name, and a second lake naming the same schema is refused in one line before it writes.
+lake and source name, and a second lake naming the same schema is refused in one line before it writes
+(on the server; the check is the same Spark catalog calls on either).
 
 The ``resolver`` commands run in child processes: a metastore is a static setting of a Spark session, and
 the tests' shared session keeps Spark's in-memory catalog."""
@@ -128,6 +129,8 @@ def test_every_table_of_the_lake_is_registered_by_name(
     assert columns["n"] == "bigint" and columns["amount"] == "decimal(14,4)", columns
     by_name, by_lake = got["as_of"]
     assert by_name == by_lake and len(by_name) == 3, got["as_of"]  # a header and two rows
+    if metastore == "embedded":
+        return  # the refusal below reads the schema's tables through Spark's catalog API, as in the server's
     # a second lake naming the same schema: refused before it writes
     other = _child(tmp_path, "-m", "resolver", "run", str(_pipeline(tmp_path, "other")), *conf)
     assert other.returncode == 2, other.stderr[-3000:]
