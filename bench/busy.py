@@ -70,11 +70,15 @@ def _steps_of(spark, lines: list[str]) -> Iterator[None]:  # type: ignore[no-unt
     finally:
         steps_log.removeHandler(times)
         steps_log.setLevel(level)
-    jobs = collections.Counter(step_of(d) for i, (d, *_) in jobs_of(spark).items() if i not in seen)
+    listed = {i: job for i, job in jobs_of(spark).items() if i not in seen}
+    jobs = collections.Counter(step_of(d) for d, *_ in listed.values())
     lines.append("  the batch's steps (jobs, seconds summed over the tables):")
     for name in (*STEPS, "(no step)"):
         if jobs[name] or times.seconds[name] >= 0.05:
             lines.append(f"    {jobs[name]:4d}  {times.seconds[name]:7.2f} s  {name}")
+    lines.append("  its jobs (id, stages, seconds from submission to end, description):")
+    for i, (description, _site, stages, seconds) in sorted(listed.items()):
+        lines.append(f"    {i:5d} {stages:2d} {seconds:6.2f} s  {description[:150]}")
 
 
 def _timed_ingest(spark, files: list[str], lake: Path) -> tuple[float, int]:  # type: ignore[no-untyped-def]

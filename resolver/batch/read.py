@@ -163,7 +163,9 @@ def _parse_contents(files: list[str], fmt: Format, routes: PartitionRoutes = NO_
 
 
 class ParsedBatch:
-    """The result of reading one batch. ``parsed`` is persisted; call ``unpersist()`` when done.
+    """The result of reading one batch. ``parsed`` is kept for its several uses (persisted; a batch of
+    snapshot files only, local-checkpointed, which Spark's cleaner lets go of); call ``unpersist()`` when
+    done.
 
     ``counts()`` runs one small aggregate over the parse. Only when some transaction was cut by a file
     boundary (or a file has no B/C framing) do ``events`` and ``quarantine`` include the stitching join,
@@ -322,7 +324,10 @@ def read_wal2json(
         parsed = spark.createDataFrame([], _PARSED_SCHEMA)
     if snapshots:
         parsed = parsed.unionByName(read_snapshots(spark, snapshots, _PARSED_SCHEMA.fields))
-    return ParsedBatch(files + snapshots, fmt, parsed.persist(StorageLevel.MEMORY_AND_DISK), window, pieces)
+    # kept for its several uses; a batch of snapshot files only (Spark's Parquet rows, no parse) as Spark's
+    # rows themselves: the cache's columnar form of their lists cost more than reading them
+    kept = parsed.localCheckpoint(eager=False) if not files else parsed.persist(StorageLevel.MEMORY_AND_DISK)
+    return ParsedBatch(files + snapshots, fmt, kept, window, pieces)
 
 
 def _event_cols() -> list[Column]:

@@ -29,6 +29,7 @@ __all__ = ["SNAPSHOT_ROLE", "is_snapshot_file", "read_snapshots", "snapshot_tran
 
 #: the ``role`` of a snapshot file's events in a batch's parse (``resolver.batch.read``)
 SNAPSHOT_ROLE = "snapshot"
+_NUL = "\u0000"
 _STORED = T.StructType([f for f in EVENT_SCHEMA.fields if f.name != "source_file"])
 
 
@@ -48,11 +49,14 @@ def read_snapshots(spark: SparkSession, files: Sequence[str], columns: Sequence[
 
 
 def _as(column: Column, dtype: T.DataType) -> Column:
-    """``column`` as ``dtype``: a list whose elements are never NULL (names, types, keys) says so, which a
-    cast cannot (Spark reads every Parquet list as one that may hold NULLs)."""
+    """``column`` as ``dtype``: a list whose elements are never NULL (names, types, keys: text, never empty)
+    says so, which a cast cannot (Spark reads every Parquet list as one that may hold NULLs). The list is
+    joined on NUL, which no PostgreSQL name or text holds, and split again: ``split``'s lists say their
+    elements are never NULL, and it runs as generated code, where a lambda (``transform``) is interpreted
+    row by row (1,000,000 rows read: 2.6 s against 3.6-4.5 s)."""
     if isinstance(dtype, T.ArrayType) and not dtype.containsNull:
-        element = dtype.elementType
-        return F.transform(column, lambda x: F.coalesce(x.cast(element), F.lit("").cast(element)))
+        assert dtype.elementType == T.StringType(), dtype
+        return F.array_remove(F.split(F.array_join(column, _NUL), _NUL), "")  # an empty list stays empty
     return column.cast(dtype)
 
 
