@@ -5,6 +5,7 @@ the jobs of each step (``resolver.spark.steps``: the description every job of a 
     python -m bench.steps landing/0001.json landing/0002.json
     python -m bench.steps --tables 20          # three batches of 100 events on each of 20 tables (G9's)
     python -m bench.steps --tables 20 --inserts   # the same, every event a new row (G12's)
+    python -m bench.steps --load 3 landing/*.parquet   # an initial load's files as one batch, 3 fresh lakes
     python -m bench.steps --jobs --cpu         # also every job's seconds, and the JVM's CPU by thread group
  Jobs and seconds are summed over the batch's tables (a step that runs no job is listed when it takes
 0.05 s or more); jobs no step claims (Delta's log replays on a thread between steps,
@@ -96,7 +97,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cpu", action="store_true", help="also the driver JVM's CPU seconds by thread group (Linux's /proc)"
     )
+    parser.add_argument(
+        "--load",
+        type=int,
+        metavar="N",
+        help="the files as one batch (an initial load: a table's snapshot files), N times, each into a fresh "
+        "lake (the first also warms the session up)",
+    )
     args = parser.parse_args(argv)
+    if args.load and (args.tables or not args.files):
+        parser.error("--load needs files (and no --tables)")
     spark = local_session("bench-steps", spark__ui__retainedJobs="1000000")
     assert spark.sparkContext.getLocalProperty(DESCRIPTION) is None
     seen: set[int] = set()
@@ -108,12 +118,16 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-steps-") as tmp:
         lake = os.path.join(tmp, "lake")
         files = _many_tables(args.tables, tmp, args.inserts) if args.tables else args.files or SEED000
-        for path in files:
+        runs = [(os.path.basename(p), [p], lake) for p in files]
+        if args.load:
+            label = f"{len(files)} file(s) as one batch into a fresh lake"
+            runs = [(f"{label}, {n + 1} of {args.load}", files, f"{lake}{n}") for n in range(args.load)]
+        for label, paths, into in runs:
             times.seconds.clear()
             cpu_before = cpu.read() if cpu else None
             python_before = os.times()
             start = time.perf_counter()
-            summary = ingest(spark, [path], lake, None)
+            summary = ingest(spark, paths, into, None)
             seconds = time.perf_counter() - start
             python_after = os.times()
             listed = {i: j for i, j in jobs_of(spark).items() if i not in seen}
@@ -122,7 +136,6 @@ def main(argv: list[str] | None = None) -> int:
             steps = collections.Counter(step_of(d) for d in jobs.values())
             tables = len(summary.tables)
             per_table = f" ({len(jobs) / tables:.1f} per table)" if tables > 1 else ""
-            label = os.path.basename(path)
             print(f"{label}: {seconds:.1f} s, {len(jobs)} Spark jobs{per_table}, {tables} table(s)")
             for name in (*STEPS, "(no step)"):
                 if steps[name] or times.seconds[name] >= 0.05:

@@ -154,3 +154,12 @@ def test_debezium_input_is_the_wal2json_events_and_reads_without_quarantine(tmp_
     assert b"".join(open(p, "rb").read() for p in dbz.parts) == open(dbz.path, "rb").read()
     assert {e["xid"] for e in halves[0]}.isdisjoint(e["xid"] for e in halves[1])
     assert sum(map(len, halves)) == 600 and 250 <= len(halves[0]) <= 350
+
+
+def test_steps_load_refuses_no_files_before_starting_spark(capsys) -> None:  # type: ignore[no-untyped-def]
+    from bench.steps import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["--load", "2"])
+    assert stopped.value.code == 2
+    assert "--load needs files" in capsys.readouterr().err
