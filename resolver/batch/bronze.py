@@ -1,8 +1,9 @@
 """The append-only ``bronze/change_events`` table: every change event accepted, once (``write_bronze``).
- One write per batch (``resolver.batch.ingest.ingest``), whatever the data: the batch's events
-left-anti-joined with bronze's on their identity, the join carrying the batch's commit-LSN range as
-literals so Delta skips bronze files outside it, and appended (``resolver.lake.delta.insert_new``, under
-the lake's lock); the first batch appends without the join.
+ One write per batch (``resolver.batch.ingest.ingest``), whatever the data: the batch's events, each
+identity once (``first_of_each``: a window over the batch, left out when the batch's events are distinct as
+read, a load of snapshot files), left-anti-joined with bronze's on their identity, the join carrying the
+batch's commit-LSN range as literals so Delta skips bronze files outside it, and appended
+(``resolver.lake.delta.insert_new``, under the lake's lock); the first batch appends without the join.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from resolver.lake import delta
 from resolver.spark import sql
 from resolver.spark.sparkschema import EVENT_SCHEMA
 
-__all__ = ["BRONZE_KEY", "write_bronze"]
+__all__ = ["BRONZE_KEY", "first_of_each", "write_bronze"]
 
 BRONZE_KEY = ("table", "commit_lsn", "position")
 """An event's identity in bronze. Without a commit LSN in the stream, its provenance (file, line) is added."""
@@ -28,11 +29,25 @@ BRONZE_PROPERTIES = {
 }
 
 
+def first_of_each(events: DataFrame) -> DataFrame:
+    """The batch's events, each identity (``BRONZE_KEY``, with its provenance where it has no commit LSN)
+    once: the first by file and line. A batch may hold an event twice (a file given twice, files that
+    overlap)."""
+    provenance = F.when(
+        F.col("commit_lsn").isNull(), F.concat_ws(":", "source_file", F.col("source_line").cast("string"))
+    )
+    first = Window.partitionBy(*BRONZE_KEY, provenance).orderBy("source_file", "source_line")
+    ranked = events.withColumn("_rank", F.row_number().over(first))
+    return ranked.filter(F.col("_rank") == 1).drop("_rank")
+
+
 def write_bronze(
-    spark: SparkSession, path: str, events: DataFrame, lo: int | None, hi: int | None, files: Sequence[str]
+    spark: SparkSession, path: str, unique: DataFrame, lo: int | None, hi: int | None, files: Sequence[str]
 ) -> tuple[dict[str, int], int]:
     """Append the events bronze (the Delta table at ``path``: ``resolver.lake.folders.Lake.bronze``) does not
-    have yet. Returns what ``delta.insert_new`` returns: the rows added and bronze's version."""
+    have yet; ``unique``: the batch's events, each identity once (``first_of_each``, or a batch whose events
+    are distinct as read: ``resolver.batch.read.ParsedBatch.distinct``). Returns what ``delta.insert_new``
+    returns: the rows added and bronze's version."""
     table = delta.ensure_table(
         spark,
         path,
@@ -40,12 +55,6 @@ def write_bronze(
         BRONZE_PROPERTIES,
         "Every change event accepted, append-only, unique on (table, commit_lsn, position)",
     )
-    provenance = F.when(
-        F.col("commit_lsn").isNull(), F.concat_ws(":", "source_file", F.col("source_line").cast("string"))
-    )
-    first = Window.partitionBy(*BRONZE_KEY, provenance).orderBy("source_file", "source_line")
-    ranked = events.withColumn("_rank", F.row_number().over(first))
-    unique = ranked.filter(F.col("_rank") == 1).drop("_rank")
     if delta.version(table) == 0:  # bronze holds nothing yet (only its creation): nothing to look up
         return delta.append_counted(table, path, unique)
     bounds = []

@@ -22,7 +22,7 @@ from functools import reduce
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from resolver.batch.bronze import write_bronze
+from resolver.batch.bronze import first_of_each, write_bronze
 from resolver.batch.deferral import applied_plan, decide, due_now, leave_waiting, read_waiting, waiting_note
 from resolver.batch.read import ParsedBatch, read_wal2json
 from resolver.config.batch_options import BatchOptions, batch_options
@@ -117,7 +117,8 @@ def ingest_batch(
                 try:
                     with step(spark, "ingest", "bronze"):
                         lo, hi = counts.get("min_commit_lsn"), counts.get("max_commit_lsn")
-                        metrics, version = write_bronze(spark, lake.bronze, events, lo, hi, batch.files)
+                        unique = events if batch.distinct else first_of_each(events)
+                        metrics, version = write_bronze(spark, lake.bronze, unique, lo, hi, batch.files)
                     logged.result()  # its error raised, whatever bronze's write did
                 except BaseException:
                     wait([logged, exploding])

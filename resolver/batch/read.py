@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gc
 import io
+import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -187,6 +188,14 @@ class ParsedBatch:
         self._counts: dict[str, int] | None = None
         self._stitching: Stitching | None = None
         self._stitched_pair: tuple[DataFrame, DataFrame] | None = None
+
+    @property
+    def distinct(self) -> bool:
+        """Whether no two of the batch's events can share an identity (bronze's key), known without a look at
+        them: a batch of snapshot files only, no two of one name. A capture names each part of a table's copy
+        once, and a copy's positions are unique in it (``resolver.capture.snapshot_file``)."""
+        names = [os.path.basename(f) for f in self.files]
+        return self.snapshots == len(self.files) > 0 and len(set(names)) == len(names)
 
     def unpersist(self) -> None:
         self.parsed.unpersist()

@@ -107,6 +107,29 @@ def test_snapshot_files_and_a_stream_make_one_lake(spark: SparkSession, tmp_path
     assert spark.read.format("delta").load(str(lake / "silver" / "public.t")).count() == len(expected)
 
 
+def test_a_load_of_snapshot_files_only_lands_each_event_once(spark: SparkSession, tmp_path: Path) -> None:
+    # a load of snapshot files only, each named once: bronze appended to with no look for events held twice
+    files = _copy(tmp_path / "one", "s-0000000001A2B3C8-snapshot-0000-00000", range(1, 41), 0)
+    files += _copy(tmp_path / "one", "s-0000000001A2B3C8-snapshot-0000-00001", range(41, 61), 40)
+    assert len(files) > 2
+    lake = tmp_path / "lake"
+    summary = ingest(spark, files, str(lake), "wal2json-v2")
+    assert (summary.events_read, summary.accepted, summary.duplicates, summary.transactions) == (60, 60, 0, 1)
+    bronze = spark.read.format("delta").load(str(lake / "bronze" / "change_events"))
+    assert sorted(r["position"] for r in bronze.select("position").collect()) == list(range(1, 61))
+    # the same files copied to another folder and given beside their originals: each event still once
+    copies = tmp_path / "copies"
+    copies.mkdir()
+    again = [str(copies / Path(f).name) for f in files]
+    for f, c in zip(files, again, strict=True):
+        Path(c).write_bytes(Path(f).read_bytes())
+    other = tmp_path / "other"
+    both = ingest(spark, [*files, *again], str(other), "wal2json-v2")
+    assert (both.events_read, both.accepted, both.duplicates) == (120, 60, 60), both
+    rows = spark.read.format("delta").load(str(other / "silver" / "public.t"))
+    assert sorted(r["id"] for r in rows.select("id").collect()) == list(range(1, 61))
+
+
 def test_a_parquet_file_that_is_not_a_snapshot_file_is_refused_in_one_line(
     spark: SparkSession, tmp_path: Path
 ) -> None:
