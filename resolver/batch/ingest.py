@@ -31,6 +31,7 @@ from resolver.lake.catalog import LakeTable, check_names, lake_tables, register_
 from resolver.lake.folders import Lake
 from resolver.lake.markers import read_lake_markers, write_markers
 from resolver.lake.quarantine import write_quarantine, write_records
+from resolver.lake.sidecars import drop_stale_sidecars
 from resolver.models import Format, IngestSummary, TableSummary
 from resolver.plan.batch_plan import BatchPlan, plan_batch
 from resolver.plan.coverage import check_covered
@@ -77,7 +78,11 @@ def ingest(
     """
     if isinstance(schemas, str):
         schemas = load_schemas(schemas)
-    return ingest_batch(spark, paths, Lake.at(lake), fmt, schemas, batch_options(options))
+    at = Lake.at(lake)
+    try:
+        return ingest_batch(spark, paths, at, fmt, schemas, batch_options(options))
+    finally:
+        drop_stale_sidecars(at.root)  # a local lake read through Hadoop's checksums elsewhere stays readable
 
 
 def ingest_batch(

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 from resolver.errors import ResolverError
 from resolver.lake.folders import Lake
+from resolver.lake.sidecars import drop_stale_sidecars
 from resolver.paths import is_uri
 
 __all__ = [
@@ -175,7 +176,10 @@ def run_locks(
         time.sleep(poll_seconds)
 
 
-def _lake_lock(lake: Lake, me: dict[str, Any], spark: Any, wait: _Wait) -> AbstractContextManager[None]:
+@contextmanager
+def _lake_lock(lake: Lake, me: dict[str, Any], spark: Any, wait: _Wait) -> Iterator[None]:
+    """The lake's lock for the ``with`` block; before letting it go, the checksum sidecars the block's
+    Delta writes left stale are removed (``resolver.lake.sidecars``)."""
     root = lake.name
     lock = _table_lock(spark, lake.lock, f"lock of lake {root}") if lake.uri else _FileLock(lake.lock)
 
@@ -185,7 +189,11 @@ def _lake_lock(lake: Lake, me: dict[str, Any], spark: Any, wait: _Wait) -> Abstr
             f"it, or {lock.clear_hint} if that process is gone)"
         )
 
-    return _held(lock, f"lake {root}", refused, me, wait)
+    with _held(lock, f"lake {root}", refused, me, wait):
+        try:
+            yield
+        finally:
+            drop_stale_sidecars(lake.root)
 
 
 def _pipeline_lock(

@@ -32,6 +32,7 @@ from resolver.lake.folders import (
 )
 from resolver.lake.lake_tables import select_tables
 from resolver.lake.markers import marker_of, read_markers, write_markers
+from resolver.lake.sidecars import drop_stale_sidecars
 from resolver.ops.upgrades import partition_history, rewrite_timestamps
 from resolver.spark import sql
 from resolver.spark.session_settings import restore_settings, set_settings
@@ -301,6 +302,7 @@ def _kept_fresh(
         if kept != replace(marker, on_store=False) or after[0] != versions[0]:
             moved[table] = kept
     write_markers(spark, Lake.at(lake).markers, moved)
+    drop_stale_sidecars(Lake.at(lake).root)  # OPTIMIZE and VACUUM commit, and may write a checkpoint
     return out
 
 
