@@ -1,14 +1,15 @@
 """Hadoop's checksum sidecars in a lake on this machine's disk.
 
-Hadoop's default local file system (``LocalFileSystem``, a ``ChecksumFileSystem``) writes a ``.<name>.crc``
-file beside every file it creates and checks it on every read. The resolver's own sessions write local lakes
-through the raw local file system instead (``resolver.spark.session``: no sidecar per data file and per log
-file, about half the processes Hadoop starts to set a file's mode and read links). Delta overwrites two
-files of a table's log in place, ``_last_checkpoint`` and ``_last_vacuum_info``: a sidecar of one of them
-that an earlier writer left (a lake an earlier release wrote, or a SparkSession of the user's own) would no
-longer match it, and a reader through the checksum file system would fail to read it, try three times a
-second apart and then list the log instead (14 s for one table, measured). ``drop_stale_sidecars`` removes
-those two sidecars from every Delta table of a local lake; the files they check stay readable without them.
+Hadoop's default local file system (a checksum file system) writes a ``.<name>.crc`` file beside every file
+it creates and checks it on every read. The resolver's own sessions write a local table's Delta log through
+the raw local ``FileContext`` instead (``resolver.spark.session``: no sidecar per log file, far fewer
+processes Hadoop starts to set a file's mode and read links); data files keep their sidecars. Delta
+overwrites two files of a table's log in place, ``_last_checkpoint`` and ``_last_vacuum_info``: a sidecar
+of one of them that an earlier writer left (a lake an earlier release wrote, or a SparkSession of the
+user's own) would no longer match it, and a reader through the checksum file system would fail to read it,
+try three times a second apart and then list the log instead (14 s for one table, measured).
+``drop_stale_sidecars`` removes those two sidecars from every Delta table of a local lake; the files they
+check stay readable without them.
 """
 
 from __future__ import annotations

@@ -55,15 +55,15 @@ _DEFAULTS = {
     # against 247.4 s), a third 20-table batch 62.6 s against 72.2 s (bench/README.md, "Compiled code
     # kept"). A cached class is about 6 KB of bytecode. Static: a session you build sets it at its start.
     "spark.sql.codegen.cache.maxEntries": "4000",
-    # A local lake through Hadoop's raw local file system, not its checksum file system: no ``.crc`` sidecar
-    # beside each data and log file, none read back, and about half the processes Hadoop starts to set a
-    # new file's mode and read links (its local file system does both with ``chmod`` and ``readlink``
-    # commands): 345 instead of 606 for the README's first ingest. Four small batches (samples/seed000)
-    # five times in one session: 55-58 s against 64-69 s for the first five, 56-66 s against 62-86 s for
-    # the last three rounds (bench/README.md, "Local lakes without checksum files"). Delta overwrites two log
-    # files in place; the sidecars of those an earlier writer left are removed after each write
-    # (resolver.lake.sidecars). Only local paths; other file systems are not affected.
-    "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
+    # A Delta table's log on this machine's disk written through Hadoop's raw local ``FileContext``, not its
+    # checksum one: Delta's log store writes each commit file and its checksum as a temporary file renamed
+    # into place, and the checksum file system doubles every such file with a ``.crc`` sidecar, starting a
+    # ``chmod`` process for each new file and two ``readlink`` processes per rename (Hadoop without its
+    # native library, as pyspark ships it). The README's first ingest started 606 processes before, fewer
+    # after (bench/README.md, "Local lakes without checksum files"). Data files keep their sidecars: the
+    # ``FileSystem`` (``fs.file.impl``) stays the checksum one, which Hadoop's own code casts to
+    # (``FileSystem.getLocal``: S3A's disk buffers). Delta overwrites two log files in place; the sidecars
+    # of those an earlier writer left are removed after each write (resolver.lake.sidecars).
     "spark.hadoop.fs.AbstractFileSystem.file.impl": "org.apache.hadoop.fs.local.RawLocalFs",
     "spark.driver.memory": "4g",
     "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",

@@ -7,8 +7,9 @@ its path, the catalog shows the new columns, ``resolver as-of`` by catalog name 
 lake and source name, and a second lake naming the same schema is refused in one line before it writes
 (on the server; the check is the same Spark catalog calls on either).
 
-The ``resolver`` commands run in child processes: a metastore is a static setting of a Spark session, and
-the tests' shared session keeps Spark's in-memory catalog."""
+The ``resolver`` commands run in one child process per metastore (the run, the checks, the second lake's
+run): a metastore is a static setting of a Spark session, and the tests' shared session keeps Spark's
+in-memory catalog."""
 
 from __future__ import annotations
 
@@ -29,16 +30,19 @@ pytestmark = [pytest.mark.spark, pytest.mark.postgres]
 
 CATALOG = "spark_catalog.cdc"
 
-#: run in a child with the metastore's settings: every name of the schema against the lake's paths, the
-#: renamed and widened table's columns by name, and as-of by catalog name and by lake
+#: one child with the metastore's settings (a metastore is a static setting of a session): ``resolver run``
+#: of the pipeline, as its command runs it; then every name of the schema against the lake's paths, the
+#: renamed and widened table's columns by name, as-of by catalog name and by lake; then, if given, the run
+#: of a second lake's pipeline naming the same schema (its return code and its error lines)
 VERIFY = """
 import contextlib, io, json, sys
 from resolver import local_session
 from resolver.cli.main import main
-settings = dict(a.split("=", 1) for a in sys.argv[3:])
+pipeline, other, lake, lsn = sys.argv[1:5]
+settings = dict(a.split("=", 1) for a in sys.argv[5:])
+conf = [a for k, v in settings.items() for a in ("--conf", f"{k}={v}")]
+out = {"run": main(["run", pipeline, *conf]), "tables": {}}
 spark = local_session(**{k.replace(".", "__"): v for k, v in settings.items()})
-lake, lsn = sys.argv[1], sys.argv[2]
-out = {"tables": {}}
 for row in spark.sql("SHOW TABLES IN spark_catalog.cdc").collect():
     name = row["tableName"]
     detail = spark.sql(f"DESCRIBE DETAIL spark_catalog.cdc.{name}").first()
@@ -48,13 +52,16 @@ for row in spark.sql("SHOW TABLES IN spark_catalog.cdc").collect():
     out["tables"][name] = {"location": detail["location"], "same": same, "rows": by_name.count()}
 out["columns"] = {r["col_name"]: r["data_type"] for r in spark.sql(
     "DESCRIBE TABLE spark_catalog.cdc.public__evo").collect() if not r["col_name"].startswith("#")}
-conf = [a for k, v in settings.items() for a in ("--conf", f"{k}={v}")]
 printed = []
 for args in (["--table", "spark_catalog.cdc.public__evo"], ["--lake", lake, "--table", "public.evo"]):
     with contextlib.redirect_stdout(io.StringIO()) as text:
         assert main(["as-of", *args, "--lsn", lsn, *conf]) == 0
     printed.append(text.getvalue().splitlines()[:-1])  # the rows (the count line names the table)
 out["as_of"] = printed
+if other:
+    with contextlib.redirect_stderr(io.StringIO()) as err:
+        out["other"] = main(["run", other, *conf])
+    out["other_errors"] = [x for x in err.getvalue().splitlines() if x.startswith("resolver: error:")]
 print("VERIFY " + json.dumps(out))
 """
 
@@ -108,12 +115,15 @@ def test_every_table_of_the_lake_is_registered_by_name(
         )  # quarantined
         write_lines(tmp_path / "landing" / f"000{i + 1}.json", pg_db.capture("cat", 2, consume=True) + bad)
     lsn = pg_db.query("SELECT pg_current_wal_lsn()::text")[0][0]
-    # one run, two batches: the second renames and widens (the tables are rewritten)
-    ran = _child(tmp_path, "-m", "resolver", "run", str(_pipeline(tmp_path, "lake")), *conf)
-    assert ran.returncode == 0, ran.stderr[-3000:]
-    checked = _child(tmp_path, "-c", VERIFY, str(tmp_path / "lake"), lsn, *conf[1::2])
+    # one run, two batches: the second renames and widens (the tables are rewritten); on the server, a
+    # second lake naming the same schema after it, refused before it writes (the check is the same Spark
+    # catalog calls on either metastore)
+    pipeline = str(_pipeline(tmp_path, "lake"))
+    other = str(_pipeline(tmp_path, "other")) if metastore == "server" else ""
+    checked = _child(tmp_path, "-c", VERIFY, pipeline, other, str(tmp_path / "lake"), lsn, *conf[1::2])
     assert checked.returncode == 0, checked.stderr[-3000:]
     got = json.loads(next(line for line in checked.stdout.splitlines() if line.startswith("VERIFY "))[7:])
+    assert got["run"] == 0, checked.stderr[-3000:]
     lake = tmp_path / "lake"
     expected = {
         "public__evo": lake / "silver" / "public.evo",
@@ -130,10 +140,8 @@ def test_every_table_of_the_lake_is_registered_by_name(
     by_name, by_lake = got["as_of"]
     assert by_name == by_lake and len(by_name) == 3, got["as_of"]  # a header and two rows
     if metastore == "embedded":
-        return  # the refusal below reads the schema's tables through Spark's catalog API, as in the server's
-    # a second lake naming the same schema: refused before it writes
-    other = _child(tmp_path, "-m", "resolver", "run", str(_pipeline(tmp_path, "other")), *conf)
-    assert other.returncode == 2, other.stderr[-3000:]
-    errors = [line for line in other.stderr.splitlines() if line.startswith("resolver: error:")]
-    assert len(errors) == 1 and "another lake is registered in that schema" in errors[0], other.stderr
+        return
+    assert got["other"] == 2, checked.stderr[-3000:]
+    errors = got["other_errors"]
+    assert len(errors) == 1 and "another lake is registered in that schema" in errors[0], errors
     assert not (tmp_path / "other" / "silver").exists() and not (tmp_path / "other" / "bronze").exists()
