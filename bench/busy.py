@@ -28,6 +28,7 @@ import argparse
 import contextlib
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -91,6 +92,35 @@ def _timed_ingest(spark, files: list[str], lake: Path) -> tuple[float, int]:  # 
     return seconds, result.accepted
 
 
+def _runs(seconds: list[float]) -> str:
+    return " ".join(f"{s:.1f}" for s in seconds) + " s"
+
+
+def _batch_and_floor(spark, files: list[str], lakes: tuple[Path, Path, Path], args, lines: list[str]):  # type: ignore[no-untyped-def]
+    """The one batch applied by ``ingest`` and its floor, each ``args.repeat`` times (the first into the lake
+    itself, the session's first batch after its initial load; later ones into fresh copies of the lake
+    before it, ours and the floor alternating): their seconds and the batch's events."""
+    from bench.busy_floor import write_floor, writes_of_batch
+    from resolver.spark.parallelism import parallel_tables
+
+    before, lake, work = lakes
+    with _steps_of(spark, lines) if args.steps else contextlib.nullcontext():
+        first, events = _timed_ingest(spark, files, lake)
+    writes = writes_of_batch(spark, str(before), str(lake), str(work / "floor-sources"))
+    batch, floor = [first], []
+    for n in range(args.repeat):
+        copy = work / f"lake-floor{n}"
+        shutil.copytree(before, copy)
+        floor.append(write_floor(spark, str(copy), writes, parallel_tables(spark)))
+        shutil.rmtree(copy, ignore_errors=True)
+        if n + 1 < args.repeat:
+            copy = work / f"lake-again{n}"
+            shutil.copytree(before, copy)
+            batch.append(_timed_ingest(spark, files, copy)[0])
+            shutil.rmtree(copy, ignore_errors=True)
+    return batch, events, floor
+
+
 def keep_up(spark, db, options, rate: int, seconds: int, period: int, lake: Path) -> float:  # type: ignore[no-untyped-def]
     """The keep-up ratio at ``rate`` transactions per second: the ingests' seconds over ``seconds``."""
     from resolver.capture.snapshot import capture_once
@@ -119,13 +149,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--period", type=int, default=60, help="seconds of source time per scheduled run")
     parser.add_argument("--keep", action="store_true", help="keep the files in the temporary folder")
     parser.add_argument(
+        "--repeat", type=int, default=1,
+        help="apply the one batch and its floor this many times (later ones warm, to copies of the lake)",
+    )  # fmt: skip
+    parser.add_argument(
         "--steps", action="store_true", help="also the one batch's jobs and seconds per step (bench.steps)"
     )
     args = parser.parse_args(argv)
-    from bench.busy_floor import write_floor, writes_of_batch
     from resolver import local_session
     from resolver.capture.snapshot import CaptureOptions, capture_once
-    from resolver.spark.parallelism import parallel_tables
     from tests.harness.postgres import PgServer
 
     work = Path(tempfile.mkdtemp(prefix="bench-busy-"))
@@ -145,18 +177,22 @@ def main(argv: list[str] | None = None) -> int:
             before = work / "lake-before"
             shutil.copytree(lake, before)
             files = _files(capture_once(options))
-            with _steps_of(spark, lines) if args.steps else contextlib.nullcontext():
-                batch, events = _timed_ingest(spark, files, lake)
+            batch, events, floor = _batch_and_floor(spark, files, (before, lake, work), args, lines)
             lines.append(
-                f"one batch      {events} events of {args.transactions} transactions in {batch:.1f} s = "
-                f"{events / batch:,.0f} events/s (goal >= 10,000)"
+                f"one batch      {events} events of {args.transactions} transactions in {batch[0]:.1f} s = "
+                f"{events / batch[0]:,.0f} events/s (goal >= 10,000)"
             )
-            writes = writes_of_batch(spark, str(before), str(lake), str(work / "floor-sources"))
-            floor = write_floor(spark, str(before), writes, parallel_tables(spark))
             lines.append(
                 f"  its floor    the same batch's writes alone, sources given (bench/busy_floor.py): "
-                f"{floor:.1f} s = {events / floor:,.0f} events/s; ours {batch / floor:.2f}x the floor"
+                f"{floor[0]:.1f} s = {events / floor[0]:,.0f} events/s; "
+                f"ours {batch[0] / floor[0]:.2f}x the floor"
             )
+            if args.repeat > 1:
+                lines.append(
+                    f"  warm         each applied again to a fresh copy of the lake before it, alternating: "
+                    f"ours {_runs(batch[1:])}, floor {_runs(floor[1:])}; ours "
+                    f"{statistics.median(batch[1:]) / statistics.median(floor[1:]):.2f}x the floor (medians)"
+                )
             shutil.rmtree(before, ignore_errors=True)
             ratios = {}
             for rate in [int(r) for r in args.rates.split(",") if r.strip()]:
