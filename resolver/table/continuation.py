@@ -13,13 +13,13 @@ this saves a Delta scan and its materialization per table and batch; the results
 from __future__ import annotations
 
 from delta.tables import DeltaTable
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from resolver.spark import sql
 from resolver.table.key_ranges import KeyRange, range_sql
 from resolver.table.merge import merge_rows, merge_snapshot_rows
-from resolver.table.resolve import MAX_LSN, Holds, resolve_versions
+from resolver.table.resolve import MAX_LSN, Holds, first_states_and_versions, version_columns
 from resolver.table.table_steps import Affected, BatchTables, Exploded, silver_untouched
 from resolver.tablelayout import TableLayout
 
@@ -61,36 +61,33 @@ def continued_versions(changes: DataFrame, layout: TableLayout, affected: Affect
     it starts at its key's first transaction in the batch, so it may continue the version held; ``next``),
     and per key a ``close`` row: the end its open version takes at that transaction (``__end_lsn``,
     ``__end_time``, ``__is_deleted`` when the transaction left the key gone) with the first version's
-    values to compare with. Materialized: both MERGEs read it, and nothing else is computed for them."""
-    key = list(layout.key)
+    values to compare with. One pass over the rows (``first_states_and_versions``: the versions and each
+    key's first state from the same window), materialized: both MERGEs read it, and nothing else is
+    computed for them."""
     holds = Holds(moves=False, truncates=False, longest=0, updates=affected.has_updates)
-    versions, _ = resolve_versions(changes, layout, holds)
-    cols = versions.columns
-    named = F.coalesce(F.col("__key"), F.col("__old_key"))
-    first = F.min_by(F.struct("__lsn", "__time"), F.struct("__lsn", "__pos"))
-    firsts = changes.groupBy(*[named.getField(k).alias(k) for k in key]).agg(first.alias("__first"))
-    at_first = [*_on_key("__v", "__f", key), F.col("__v.__start_lsn") == F.col("__f.__first.__lsn")]
-    # each version, and each key with the version that starts at its first transaction (if any)
-    joined = versions.alias("__v").join(firsts.hint("merge").alias("__f"), at_first, "full_outer")
-    opens = F.col("__f.__first").isNotNull() & F.col("__v.__start_lsn").isNotNull()
-    kept = joined.filter(F.col("__v.__start_lsn").isNotNull()).select(
-        *[sql.col("__v", c).alias(c) for c in cols], F.when(opens, "first").otherwise("next").alias("__kind")
-    )
-    closing = joined.filter(F.col("__f.__first").isNotNull()).select(
-        *[sql.col("__f", c).alias(c) if c in key else sql.col("__v", c).alias(c) for c in layout.names],
-        F.col("__f.__first.__lsn").alias("__end_lsn"),
-        F.col("__f.__first.__time").alias("__end_time"),
+    states = first_states_and_versions(changes, layout, holds)
+    first = F.col("__first")
+    version = F.struct(*version_columns(layout), F.when(first, "first").otherwise("next").alias("__kind"))
+    key_t = layout.key_struct_type()
+    close = F.struct(
+        *[(F.col("__k") if c in layout.key else F.col("__img")).getField(c).alias(c) for c in layout.names],
+        F.lit(None).cast("long").alias("__start_lsn"),
+        F.col("__lsn").alias("__end_lsn"),
+        F.lit(None).cast("timestamp").alias("__start_time"),
+        F.col("__time").alias("__end_time"),
         F.lit(False).alias("__is_current"),
-        F.col("__v.__start_lsn").isNull().alias("__is_deleted"),
+        F.col("__img").isNull().alias("__is_deleted"),
+        F.lit(None).cast(key_t).alias("__moved_from"),
+        F.lit(None).cast(key_t).alias("__moved_to"),
         F.lit("close").alias("__kind"),
     )
-    return kept.unionByName(closing, allowMissingColumns=True).localCheckpoint(eager=True)
-
-
-def _on_key(left: str, right: str, key: list[str]) -> list[Column]:
-    """The key columns of the aliases ``left`` and ``right`` equal, NULL equal to NULL (a key of a table
-    keyed by its whole row may hold NULLs)."""
-    return [sql.col(left, k).eqNullSafe(sql.col(right, k)) for k in key]
+    opens = F.col("__img").isNotNull()  # a state that produces the key opens a version; a gone one does not
+    rows = F.array(F.when(opens, version), F.when(first, close))
+    return (
+        states.select(F.explode(F.filter(rows, lambda r: r.isNotNull())).alias("__r"))
+        .select("__r.*")
+        .localCheckpoint(eager=True)
+    )
 
 
 def merge_continuing(

@@ -32,7 +32,16 @@ from resolver.table.moves import pointer_jump
 from resolver.table.touches import END, PRODUCE, touches, touches_in_place
 from resolver.tablelayout import TableLayout
 
-__all__ = ["MAX_LSN", "MAX_TIME_MICROS", "Holds", "collapse_untracked", "max_time", "resolve_versions"]
+__all__ = [
+    "MAX_LSN",
+    "MAX_TIME_MICROS",
+    "Holds",
+    "collapse_untracked",
+    "first_states_and_versions",
+    "max_time",
+    "resolve_versions",
+    "version_columns",
+]
 
 MAX_LSN = 2**63 - 1
 MAX_TIME_MICROS = 253402300799999999  # 9999-12-31 23:59:59.999999 UTC
@@ -246,6 +255,14 @@ def _state_changes(states: DataFrame, by_key: WindowSpec, by_txn: WindowSpec) ->
     change (``__next``: kind, LSN, time; with lineages, ``__prev_lineage``: the lineage of the version's
     last state, which differs from its first one's when an equal state of another lineage was collapsed
     into it, as when a truncate ends a row and a move brings the same row back in one transaction)."""
+    kept = _kept_states(states, by_key, by_txn)
+    return kept.filter(F.col("__kind") == PRODUCE).drop("__first")
+
+
+def _kept_states(states: DataFrame, by_key: WindowSpec, by_txn: WindowSpec) -> DataFrame:
+    """``_state_changes`` before it keeps the images alone: every state that changes the key's state, with
+    its ``__next``, and each key's first state (``__first``) even when it is gone. Keeping a first state
+    that is gone changes no other row's ``__next`` (no state comes before it)."""
     last_in_txn = F.lead("__lsn").over(by_key)
     states = states.withColumn("__last", last_in_txn.isNull() | (last_in_txn != F.col("__lsn")))
     states = states.filter("__last").drop("__last")
@@ -257,9 +274,24 @@ def _state_changes(states: DataFrame, by_key: WindowSpec, by_txn: WindowSpec) ->
     same = F.coalesce(was.getField("__kind"), F.lit(END)).eqNullSafe(F.col("__kind")) & was.getField(
         "__img"
     ).eqNullSafe(F.col("__img"))
-    kept = states.withColumn("__same", same).filter(~F.col("__same")).drop("__same")
+    states = states.withColumn("__first", F.row_number().over(by_txn) == 1)
+    kept = states.withColumn("__same", same & ~F.col("__first")).filter(~F.col("__same")).drop("__same")
     nxt = F.lead(F.struct(*ahead)).over(by_txn)
-    return kept.withColumn("__next", nxt).filter(F.col("__kind") == PRODUCE)
+    return kept.withColumn("__next", nxt)
+
+
+def first_states_and_versions(changes: DataFrame, layout: TableLayout, holds: Holds) -> DataFrame:
+    """For changes without key changes, truncates or drops (``resolve_versions``' one-window way), what
+    ``resolver.table.continuation`` continues a table's held rows with, from the same one pass: the states
+    that open a version (``__kind`` PRODUCE; ``version_columns`` makes the version of one), and each key's
+    first state (``__first``: the state its first transaction in the changes left, gone or not). Columns:
+    ``__k``, ``__kind``, ``__lsn``, ``__time``, ``__img`` (NULL where gone), ``__next``, ``__first``."""
+    by_key = Window.partitionBy("__k").orderBy(*_SEQ, "__tie")
+    found = _segments(touches_in_place(changes, layout, by_key), by_key)
+    own = not holds.updates and not layout.drops
+    image = _own_image(layout) if own else _carried_image(layout, by_key)
+    kept = _kept_states(_image_states(found, image), by_key, by_key)
+    return kept.filter((F.col("__kind") == PRODUCE) | F.col("__first"))
 
 
 def _versions_in_place(
@@ -269,12 +301,22 @@ def _versions_in_place(
     inside one key, so every pass is a window over the key in the same order (one shuffle, one sort, no
     checkpoint). A produced touch's ``image``: ``_carried_image``, or ``_own_image`` when no touch is an
     update."""
-    seq = ["__lsn", "__pos"]
+    versions = _state_changes(_image_states(touches, image), by_key, by_key)  # one order: no second sort
+    return versions.select(*version_columns(layout))
+
+
+def _image_states(touches: DataFrame, image: Column) -> DataFrame:
+    """Each touch of a key as a state: its ``image`` where it produces the key (``__img``), NULL where it
+    ends it."""
     is_prod = F.col("__kind") == PRODUCE
-    states = touches.select("__k", "__kind", *seq, "__time", "__tie", F.when(is_prod, image).alias("__img"))
-    versions = _state_changes(states, by_key, by_key)  # one order: no second sort
+    return touches.select("__k", "__kind", *_SEQ, "__time", "__tie", F.when(is_prod, image).alias("__img"))
+
+
+def version_columns(layout: TableLayout) -> list[Column]:
+    """The history columns of the version a state that opens one makes (``_state_changes``' rows, without
+    lineages): its image's values, from its transaction to the next state change."""
     key_t = layout.key_struct_type()
-    return versions.select(
+    return [
         *[F.col("__img").getField(c).alias(c) for c in layout.names],
         F.col("__lsn").alias("__start_lsn"),
         F.coalesce(F.col("__next.__lsn"), F.lit(MAX_LSN)).alias("__end_lsn"),
@@ -284,7 +326,7 @@ def _versions_in_place(
         F.coalesce(F.col("__next.__kind") == END, F.lit(False)).alias("__is_deleted"),
         F.lit(None).cast(key_t).alias("__moved_from"),
         F.lit(None).cast(key_t).alias("__moved_to"),
-    )
+    ]
 
 
 def _carried_image(layout: TableLayout, by_key: WindowSpec) -> Column:
