@@ -12,7 +12,9 @@ applied to a lake, on a private PostgreSQL 15 + wal2json (the tests' harness):
    applies every landed file: events per second of that ingest. Beside it, its **floor**
    (``bench.busy_floor``): the same batch's writes alone, made with plain Delta operations to a copy of the
    lake before it, their sources given: the most events per second any resolver keeping these Delta tables
-   reaches here.
+   reaches here. ``--repeat N`` applies both again to fresh copies of the lake before the batch,
+   alternating, and prints ours warm against the floor warm (the first batch compiles what the session has
+   not run yet).
 4. **Keep-up** (goal: ratio <= 1 at 1,000 transactions per second): for each ``--rates`` rate, ``pgbench -R
    RATE -T SECONDS`` while a capture lands the changes every ``--period`` seconds of the source's time, then
    each period's files are applied by one ``ingest``, as a scheduled ``resolver run`` would: the ratio is
@@ -34,7 +36,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 
@@ -107,20 +109,27 @@ def _batch_and_floor(spark, files: list[str], lakes: tuple[Path, Path, Path], ar
     with _steps_of(spark, lines) if args.steps and args.repeat == 1 else contextlib.nullcontext():
         first, events = _timed_ingest(spark, files, lake)
     writes = writes_of_batch(spark, str(before), str(lake), str(work / "floor-sources"))
+    pool = parallel_tables(spark)
     batch, floor = [first], []
     for n in range(args.repeat):
-        copy = work / f"lake-floor{n}"
-        shutil.copytree(before, copy)
-        floor.append(write_floor(spark, str(copy), writes, parallel_tables(spark)))
-        shutil.rmtree(copy, ignore_errors=True)
+        # each copy a path of its own: Delta caches a table's log by its path
+        floored = work / f"lake-floor{n}"
+        floor.append(_on_copy(before, floored, lambda c: write_floor(spark, str(c), writes, pool)))
         if n + 1 < args.repeat:
-            copy = work / f"lake-again{n}"
-            shutil.copytree(before, copy)
             last = args.steps and n + 2 == args.repeat  # --steps lists ours' last (warm) run
             with _steps_of(spark, lines) if last else contextlib.nullcontext():
-                batch.append(_timed_ingest(spark, files, copy)[0])
-            shutil.rmtree(copy, ignore_errors=True)
+                again = work / f"lake-again{n}"
+                batch.append(_on_copy(before, again, lambda c: _timed_ingest(spark, files, c)[0]))
     return batch, events, floor
+
+
+def _on_copy(lake: Path, copy: Path, apply: Callable[[Path], float]) -> float:
+    """``apply`` to a fresh copy of ``lake`` at ``copy`` (removed afterwards): its seconds."""
+    shutil.copytree(lake, copy)
+    try:
+        return apply(copy)
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
 
 
 def keep_up(spark, db, options, rate: int, seconds: int, period: int, lake: Path) -> float:  # type: ignore[no-untyped-def]
@@ -158,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
         "--steps", action="store_true", help="also the jobs and seconds per step (bench.steps) of ours' last"
     )
     args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error(f"--repeat {args.repeat}: expected 1 or more")
     from resolver import local_session
     from resolver.capture.snapshot import CaptureOptions, capture_once
     from tests.harness.postgres import PgServer
