@@ -41,9 +41,10 @@ from resolver.spark.parallelism import parallel_tables
 from resolver.spark.sparkschema import QUARANTINE_SCHEMA
 from resolver.spark.steps import step
 from resolver.table.apply import TableApplied, apply_table
+from resolver.table.batch_tables import open_first_tables
 from resolver.table.exploded import explode_tables, release
 from resolver.table.summaries import empty_summary
-from resolver.table.table_steps import BatchEvents, Exploded
+from resolver.table.table_steps import BatchEvents, BatchTables, Exploded
 from resolver.tablelayout import TableLayout
 from resolver.tablestate import Waiting
 
@@ -114,19 +115,22 @@ def ingest_batch(
             if applied.rejected is not None and applied is not plan:  # waiting events a policy now refuses
                 refused += write_records(spark, lake.quarantine, applied.rejected, batch.format.value)
             # bronze and the schema log are different Delta tables, and neither is read before the tables'
-            # steps: the schema log's write (a lake's first batch, a schema change) and the tables' explode
-            # (mostly the driver's planning of each table's projections) run beside bronze's write
-            with ThreadPoolExecutor(max_workers=2, thread_name_prefix="beside-bronze") as side:
+            # steps: the schema log's write (a lake's first batch, a schema change), the tables' explode
+            # (mostly the driver's planning of each table's projections) and the creation of the tables
+            # that have none yet (driver work and commits) run beside bronze's write
+            with ThreadPoolExecutor(max_workers=3, thread_name_prefix="beside-bronze") as side:
                 logged = side.submit(log_schema_changes, spark, applied)
                 exploding = side.submit(explode_applied, spark, rows, applied)
+                opening = side.submit(open_applied, spark, applied)
                 try:
                     with step(spark, "ingest", "bronze"):
                         lo, hi = counts.get("min_commit_lsn"), counts.get("max_commit_lsn")
                         unique = events if batch.distinct else first_of_each(events)
                         metrics, version = write_bronze(spark, lake.bronze, unique, lo, hi, batch.files)
                     logged.result()  # its error raised, whatever bronze's write did
+                    opened = opening.result()
                 except BaseException:
-                    wait([logged, exploding])
+                    wait([logged, exploding, opening])
                     if exploding.exception() is None:
                         release(e.rows for e in exploding.result().values())
                     raise
@@ -136,7 +140,7 @@ def ingest_batch(
             applied = leave_waiting(applied, plan, deferral, version if accepted else None)
             read_back = {t: w for t, w in deferral.due.items() if w.versions}
             tables, bad = apply_tables(
-                spark, BatchEvents(rows, unseen, exploded, read_back), applied, options
+                spark, BatchEvents(rows, unseen, exploded, read_back, opened), applied, options
             )
             tables = [_with_waited(t, deferral.due.get(t.table)) for t in tables]
             tables = sorted(tables + _waiting_summaries(applied, plan, options), key=lambda t: t.table)
@@ -259,6 +263,15 @@ def explode_applied(spark: SparkSession, rows: DataFrame, plan: BatchPlan) -> Ma
     refused = plan.unapplied
     layouts = {t: layout for t, layout in plan.layouts.items() if layout is not None and t not in refused}
     return _explode_tables(spark, rows, layouts)
+
+
+def open_applied(spark: SparkSession, plan: BatchPlan) -> Mapping[str, BatchTables]:
+    """The Delta tables of the planned batch's applied tables that have none yet, created
+    (``resolver.table.batch_tables.open_first_tables``), for ``apply_tables``."""
+    refused = plan.unapplied
+    tables = [plan.table(t) for t, layout in sorted(plan.layouts.items()) if layout and t not in refused]
+    with step(spark, "ingest", "tables"):
+        return open_first_tables(spark, tables)
 
 
 def _explode_tables(

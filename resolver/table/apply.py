@@ -56,7 +56,8 @@ def apply_table(spark: SparkSession, events: BatchEvents, table: TablePlan) -> T
         defer_truncates(spark, events.rows, paths.pending_truncates, name)
         return TableApplied(empty_summary(name, meta, None).model_copy(update={"notes": [HELD_NOTE]}))
     with step(spark, name, "tables"):
-        tables = open_batch_tables(spark, paths, layout)
+        opened = events.opened.get(name)
+        tables = opened if opened is not None else open_batch_tables(spark, paths, layout)
     with step(spark, name, "explode"):
         exploded = table_rows(events, layout)
     steps = _route(spark, table, tables, events, exploded)

@@ -48,11 +48,11 @@ def explode_tables(events: DataFrame, layouts: Mapping[str, TableLayout]) -> dic
     as ``explode_batch`` does them and kept in Spark's cache, and one job over all of them fills every
     table's cache and measures each table's rows on the way (each table's lookups and casts run on its own
     rows only). Each table then reads its own rows alone. The caller lets them go after the batch
-    (``release``). Returns nothing for fewer than two tables (one job either way: the table explodes its
-    own rows)."""
+    (``release``). One table's rows are exploded as ``explode_batch`` does them (one job either way); the
+    caller runs this beside bronze's write, where a table's own explode would come after it."""
     names = sorted(layouts)
     if len(names) < 2:
-        return {}
+        return {name: explode_batch(events, layouts[name]) for name in names}
     kept: dict[str, DataFrame] = {}
 
     def planned(name: str) -> tuple[DataFrame, Observation]:

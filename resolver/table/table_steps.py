@@ -39,6 +39,9 @@ class BatchEvents:
     #: tables whose rows include their waiting events, read back from bronze (``resolver.batch.deferral``),
     #: with what waited
     read_back: Mapping[str, Waiting] = field(default_factory=dict)
+    #: tables whose Delta tables the batch created beside bronze's write, this being their first batch
+    #: (``resolver.table.batch_tables.open_first_tables``), by table name; a table not in it opens its own
+    opened: Mapping[str, BatchTables] = field(default_factory=dict)
 
     def unseen_by(self, table: str, tables: BatchTables, marker: Marker) -> bool:
         """Whether none of the table's rows of the batch is held by its change store or its silver tables.

@@ -280,3 +280,45 @@ def test_one_pass_explodes_every_table_as_its_own_pass_does(spark: SparkSession,
             assert (got.ranges, got.rescanned) == (alone.ranges, alone.rescanned), table
             checked, moves, bad = checked + 1, moves + got.moves, bad + got.bad
     assert checked >= 7 and moves and bad  # so the comparisons mean something
+
+
+def test_new_tables_are_created_beside_bronze_and_a_table_that_cannot_be_fails_alone(
+    spark: SparkSession, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A batch creates the Delta tables of its tables new to the lake beside bronze's write
+    (``open_first_tables``, which says so in the log).
+    A table whose tables cannot be created there (a file where its snapshot goes) is left to its own steps,
+    which fail the same way: with ``isolate`` the other tables are applied, and once the file is gone the
+    next batch completes the table into what a lake that never failed holds."""
+    import logging
+    import os
+
+    from resolver import BatchOptions
+
+    sample = str(SAMPLES / "wal2json-v2" / "0001.json")
+    lake = str(tmp_path / "lake")
+    blocked = snapshot_path(lake, "public.orders")
+    os.makedirs(os.path.dirname(blocked))
+    Path(blocked).write_text("not a folder")
+    with caplog.at_level(logging.DEBUG, logger="resolver.table.batch_tables"):
+        summary = ingest(spark, [sample], lake, "wal2json-v2", options=BatchOptions(isolate=True))
+    assert "public.customers: its tables created beside bronze" in caplog.text
+    assert "public.audit_log: its tables created beside bronze" in caplog.text
+    assert "public.orders: its tables were not created beside bronze" in caplog.text
+    by_table = {t.table: t for t in summary.tables}
+    assert by_table["public.orders"].error, by_table["public.orders"]
+    assert by_table["public.customers"].error is None and by_table["public.audit_log"].error is None
+    clean = str(tmp_path / "clean")
+    ingest(spark, [sample], clean, "wal2json-v2")
+
+    def rows(path: str) -> list[str]:
+        return sorted(map(str, spark.read.format("delta").load(path).collect()))
+
+    for table in ("public.customers", "public.audit_log"):
+        assert rows(snapshot_path(lake, table)) == rows(snapshot_path(clean, table)), table
+    os.remove(blocked)
+    again = ingest(spark, [sample], lake, "wal2json-v2", options=BatchOptions(isolate=True))
+    assert all(t.error is None for t in again.tables), again.tables
+    for path in (snapshot_path, history_path):
+        got = rows(path(lake, "public.orders"))
+        assert got and got == rows(path(clean, "public.orders"))
