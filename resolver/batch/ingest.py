@@ -260,18 +260,14 @@ def explode_applied(spark: SparkSession, rows: DataFrame, plan: BatchPlan) -> Ma
     job (``_explode_tables``), for ``apply_tables``."""
     if plan.accepted is not None:
         rows = plan.accepted
-    refused = plan.unapplied
-    layouts = {t: layout for t, layout in plan.layouts.items() if layout is not None and t not in refused}
-    return _explode_tables(spark, rows, layouts)
+    return _explode_tables(spark, rows, plan.applied_layouts)
 
 
 def open_applied(spark: SparkSession, plan: BatchPlan) -> Mapping[str, BatchTables]:
     """The Delta tables of the planned batch's applied tables that have none yet, created
     (``resolver.table.batch_tables.open_first_tables``), for ``apply_tables``."""
-    refused = plan.unapplied
-    tables = [plan.table(t) for t, layout in sorted(plan.layouts.items()) if layout and t not in refused]
     with step(spark, "ingest", "tables"):
-        return open_first_tables(spark, tables)
+        return open_first_tables(spark, [plan.table(t) for t in plan.applied_layouts])
 
 
 def _explode_tables(
@@ -304,10 +300,7 @@ def apply_planned(
 def log_schema_changes(spark: SparkSession, plan: BatchPlan) -> None:
     """Append the batch's schema changes of the tables it applies to the lake's schema log, before any
     table changes (``resolver.plan.schemalog.write_schema_log``; nothing when there are none)."""
-    refused = plan.unapplied
-    logged = [
-        e for t, layout in plan.layouts.items() if layout and t not in refused for e in layout.schema_log
-    ]
+    logged = [e for layout in plan.applied_layouts.values() for e in layout.schema_log]
     with step(spark, "ingest", "schema log"):  # its jobs were counted under no step
         write_schema_log(spark, plan.lake.schema_log, logged)
 

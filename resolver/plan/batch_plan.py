@@ -67,6 +67,12 @@ class BatchPlan:
         return {t: why for t, why in out.items() if why}
 
     @property
+    def applied_layouts(self) -> dict[str, TableLayout]:
+        """The layouts of the tables this batch applies: known columns, not ``unapplied``."""
+        refused = self.unapplied
+        return {t: layout for t, layout in self.layouts.items() if layout and t not in refused}
+
+    @property
     def type_changes(self) -> list[TypeChange]:
         return [c for layout in self.layouts.values() if layout for c in layout.changes]
 

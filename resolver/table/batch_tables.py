@@ -67,10 +67,10 @@ def open_batch_tables(spark: SparkSession, paths: TablePaths, layout: TableLayou
 def open_first_tables(spark: SparkSession, tables: Sequence[TablePlan]) -> dict[str, BatchTables]:
     """The Delta tables of those of ``tables`` that have none yet (this batch is their first), created, by
     table name. Creating a table is driver work and Delta commits, no Spark job over the batch's rows, so
-    ``resolver.batch.ingest`` runs this beside bronze's write (an initial load of one table: its three
-    creations, 0.8 s, left the critical path); the tables on the pool of table threads. A table whose
-    creation fails is left out: its own steps open it again and fail where the failure belongs (a batch
-    with ``isolate`` goes on with the other tables)."""
+    ``resolver.batch.ingest`` runs this beside bronze's write (an initial load's three creations took 0.8 s
+    after it; beside it, within the load's noise: bench/README); the tables on the pool of table threads.
+    A table whose creation fails is left out: its own steps open it again and fail where the failure
+    belongs (a batch with ``isolate`` goes on with the other tables)."""
 
     def created(table: TablePlan) -> BatchTables | None:
         layout = table.layout
