@@ -37,6 +37,7 @@ __all__ = [
     "FileLayout",
     "insert_new",
     "is_table",
+    "one_file",
     "version",
     "partition_columns",
     "properties_and_size",
@@ -154,6 +155,13 @@ def insert_new(table: DeltaTable, source: DataFrame, condition: str) -> tuple[di
     unseen = source.alias("s").join(table.toDF().alias("t"), F.expr(condition), "left_anti")
     path = str(table._jdt.deltaLog().dataPath().toString())  # noqa: SLF001  (the log's own, no Spark job)
     return append_counted(table, path, unseen)
+
+
+def one_file(rows: DataFrame) -> DataFrame:
+    """A handful of rows the driver made (``createDataFrame``: split over the session's default parallelism,
+    a file per part when written) as one part: the lake's own small tables (the schema log, the run's
+    ledger) then take one file per commit, not one per core (11 schema-log rows: 4 files before)."""
+    return rows.coalesce(1)
 
 
 def append(table: DeltaTable, path: str, rows: DataFrame) -> int:

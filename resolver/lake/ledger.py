@@ -47,11 +47,12 @@ def record_files(
     batch: int,
 ) -> None:
     """Add a batch's files (``stats``: each one's size and modification time) to the ledger at ``path``, in
-    one commit; a file already there with the same size and time is not added twice."""
+    one commit and one file (``delta.one_file``); a file already there with the same size and time is not
+    added twice."""
     now = datetime.now(UTC).replace(tzinfo=None)
     rows = [(f, stats[f][0], stats[f][1], run_id, batch, now) for f in files]
     table = delta.ensure_table(
         spark, path, LEDGER_SCHEMA, {"delta.appendOnly": "true"}, "files applied by resolver run"
     )
     condition = "t.path = s.path AND t.size = s.size AND t.modified_ns = s.modified_ns"
-    delta.insert_new(table, spark.createDataFrame(rows, LEDGER_SCHEMA), condition)
+    delta.insert_new(table, delta.one_file(spark.createDataFrame(rows, LEDGER_SCHEMA)), condition)

@@ -41,7 +41,7 @@ def write_schema_log(spark: SparkSession, path: str, rows: list[dict[str, Any]])
     """Append schema changes to the lake's schema log at ``path`` (``_resolver/schema_log``), before the
     tables change: a rerun after a crash finds the same rows and adds nothing (``delta.insert_new``; a log
     that holds no commit but its creation is appended to without the lookup). Table threads take
-    turns."""
+    turns. A batch's rows are a few, written as one file (``delta.one_file``)."""
     if not rows:
         return
     now = datetime.now(UTC).replace(tzinfo=None)
@@ -52,7 +52,7 @@ def write_schema_log(spark: SparkSession, path: str, rows: list[dict[str, Any]])
     keys = ("table", "version", "change", "column")
     condition = " AND ".join(f"t.{sql.ident(k)} = s.{sql.ident(k)}" for k in keys)
     with _SCHEMA_LOG_LOCK:
-        rows_df = spark.createDataFrame(data, SCHEMA_LOG_SCHEMA)
+        rows_df = delta.one_file(spark.createDataFrame(data, SCHEMA_LOG_SCHEMA))
         if delta.version(target) == 0:  # only its creation: no row to look for (a lake's first batch)
             delta.append(target, path, rows_df)
         else:
