@@ -38,13 +38,7 @@ def test_the_schema_log_and_the_ledger_take_one_file_per_commit(spark: SparkSess
     ledger = tmp_path / "ledger"
     files = [f"/landing/{n:04d}.json" for n in range(9)]
     record_files(spark, str(ledger), files, {f: (100, 7) for f in files}, "run", 1)
-    record_files(
-        spark,
-        str(ledger),
-        [*files, "/landing/0009.json"],
-        {f: (100, 7) for f in [*files, "/landing/0009.json"]},
-        "run",
-        2,
-    )
+    more = [*files, "/landing/0009.json"]  # the nine again and one new
+    record_files(spark, str(ledger), more, {f: (100, 7) for f in more}, "run", 2)
     assert [_files_added(ledger, v) for v in (1, 2)] == [1, 1]
     assert spark.read.format("delta").load(str(ledger)).count() == 10  # the nine held were not added twice
